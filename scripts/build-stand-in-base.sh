@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Build a local Debian 12 image that stands in for NVIDIA's CUDA base where no
+# registry is reachable (CI, air-gapped hosts). Idempotent: skips if present.
+set -euo pipefail
+image=${1:-local/bookworm:base}
+docker=${DOCKER:-docker}
+if "$docker" image inspect "$image" >/dev/null 2>&1; then
+  echo "stand-in base $image already present"
+  exit 0
+fi
+rootfs=$(mktemp -d)
+trap 'rm -rf "$rootfs"' EXIT
+debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >/dev/null
+tar -C "$rootfs" -c . | "$docker" import - "$image" >/dev/null
+echo "built stand-in base $image"

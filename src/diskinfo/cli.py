@@ -1,0 +1,77 @@
+"""Argument parsing only: each subcommand hands its parsed arguments to the module that does it.
+
+Implementations are imported lazily so `diskinfo resolve` does not pay for torch or matplotlib.
+Any `UserError` (and any OSError from bad input) ends as one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from diskinfo import __version__
+from diskinfo.errors import UserError
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def _handler(module: str, func: str = "run"):
+    def call(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(module), func)(args)
+
+    return call
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="diskinfo",
+        description="Is the GPU waiting for data? Disk, GPU and data-loader observability.",
+    )
+    parser.add_argument("--version", action="version", version=f"diskinfo {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    # --- resolve (issue: device behind a path) ---
+    p = sub.add_parser("resolve", help="show path -> mount -> device -> physical disks")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=_handler("diskinfo.commands.resolve"))
+
+    # --- watch (issue: iostat-grade metrics; verdicts; exporter) ---
+    p = sub.add_parser("watch", help="sample the devices behind PATHs every interval")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--interval", type=positive_float, default=5.0, help="seconds (default 5)")
+    p.add_argument("--count", type=int, default=None, help="stop after N intervals")
+    p.add_argument("--log-dir", default="/workspace/logs", help="default /workspace/logs")
+    p.set_defaults(func=_handler("diskinfo.commands.watch"))
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"diskinfo: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"diskinfo: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

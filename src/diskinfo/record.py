@@ -1,0 +1,171 @@
+"""The interval record: the one structure that flows from collectors to analysis to sinks.
+
+Every JSONL line written by the monitor is `IntervalRecord.to_dict()`; the schema is versioned
+by `SCHEMA` and documented in docs/jsonl-schema.md. Add fields, never rename them: readers
+(`diskinfo report`, dashboards, users' notebooks) must keep working across versions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "diskinfo.interval/1"
+
+
+@dataclass
+class DeviceFigures:
+    """The `iostat -x` set for one block device over one interval (rates per second)."""
+
+    device: str  # kernel name, e.g. "nvme0n1", "vda", "dm-0"
+    paths: list[str] = field(default_factory=list)  # watched paths that live on this device
+    r_s: float = 0.0
+    w_s: float = 0.0
+    rmb_s: float = 0.0  # MB/s with MB = 2**20 bytes, as iostat -m
+    wmb_s: float = 0.0
+    rrqm_s: float = 0.0
+    wrqm_s: float = 0.0
+    r_await: float = 0.0  # ms
+    w_await: float = 0.0
+    aqu_sz: float = 0.0
+    rareq_sz: float = 0.0  # kB (1024 bytes), as iostat
+    wareq_sz: float = 0.0
+    util: float = 0.0  # percent
+    in_flight: int = 0
+    # discard and flush: None where the kernel does not report them
+    d_s: float | None = None
+    dmb_s: float | None = None
+    drqm_s: float | None = None
+    d_await: float | None = None
+    dareq_sz: float | None = None
+    f_s: float | None = None
+    f_await: float | None = None
+
+
+@dataclass
+class NfsFigures:
+    """Per-mount NFS figures from /proc/self/mountstats, as nfsiostat computes them."""
+
+    mount: str
+    server: str
+    read_bytes_s: float = 0.0
+    write_bytes_s: float = 0.0
+    read_ops_s: float = 0.0
+    write_ops_s: float = 0.0
+    read_rtt_ms: float = 0.0
+    write_rtt_ms: float = 0.0
+    read_exe_ms: float = 0.0
+    write_exe_ms: float = 0.0
+    retrans: int = 0
+
+
+@dataclass
+class GpuFigures:
+    """One GPU summarised over one interval from samples taken at >= 10 Hz."""
+
+    index: int
+    name: str = ""
+    util_mean: float = 0.0  # percent
+    util_min: float = 0.0
+    util_max: float = 0.0
+    idle_fraction: float = 0.0  # share of samples with utilisation below the idle threshold
+    pulsing: float = 0.0  # 0..1: share of busy/idle transitions; high = bursts between gaps
+    mem_used_mb: float = 0.0
+    mem_total_mb: float = 0.0
+    pcie_rx_mb_s: float = 0.0
+    pcie_tx_mb_s: float = 0.0
+    power_w: float = 0.0
+    samples: int = 0
+
+
+@dataclass
+class HostFigures:
+    """Host CPU and memory over one interval."""
+
+    cpu_busy: float = 0.0  # percent of all cores
+    cpu_iowait: float = 0.0  # percent
+    cpu_count: int = 0
+    page_cache_mb: float = 0.0
+    mem_total_mb: float = 0.0
+    mem_available_mb: float = 0.0
+    dataset_mb: float | None = None  # size of the watched data paths, where measured
+    shm_total_mb: float | None = None
+
+
+@dataclass
+class ProcessIO:
+    """Reads of one process of the training command's tree over one interval."""
+
+    pid: int
+    name: str
+    read_mb_s: float = 0.0
+    read_bytes_total: int = 0
+    cpu_percent: float = 0.0
+    role: str = ""  # "main", "worker", ...
+
+
+@dataclass
+class LoaderFigures:
+    """The training loop's own view: time waiting for the next batch vs. time in the step."""
+
+    batches: int = 0
+    wait_s: float = 0.0
+    step_s: float = 0.0
+    wait_share: float = 0.0  # wait / (wait + step), 0..1
+    batches_s: float = 0.0
+    worker_errors: int = 0  # DataLoader worker deaths seen (e.g. Bus error from a small /dev/shm)
+
+
+@dataclass
+class Verdict:
+    """What the interval means, in plain words, with the evidence and the fixes to try."""
+
+    verdict: str  # "input-bound: disk" | "input-bound: cpu" | "input-bound: small-file random reads"
+    #             | "compute-bound" | "idle" | "unknown"
+    summary: str = ""
+    evidence: list[str] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IntervalRecord:
+    """Everything the monitor knows about one interval."""
+
+    ts: float  # wall-clock end of the interval, Unix seconds (for humans and joins)
+    elapsed_s: float  # measured length of the interval (monotonic), the divisor of every rate
+    schema: str = SCHEMA
+    host: str = ""
+    devices: list[DeviceFigures] = field(default_factory=list)
+    nfs: list[NfsFigures] = field(default_factory=list)
+    gpus: list[GpuFigures] | None = None  # None: no GPU or no NVML (said once in the log)
+    cpu: HostFigures | None = None
+    procs: list[ProcessIO] = field(default_factory=list)
+    loader: LoaderFigures | None = None
+    verdict: Verdict | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IntervalRecord:
+        """Inverse of to_dict; unknown keys (from newer writers) are ignored."""
+
+        def build(kind: type, value: Any) -> Any:
+            if value is None:
+                return None
+            names = {f.name for f in dataclasses.fields(kind)}
+            return kind(**{k: v for k, v in value.items() if k in names})
+
+        names = {f.name for f in dataclasses.fields(cls)}
+        plain = {k: v for k, v in data.items() if k in names}
+        plain["devices"] = [build(DeviceFigures, d) for d in data.get("devices", [])]
+        plain["nfs"] = [build(NfsFigures, d) for d in data.get("nfs", [])]
+        gpus = data.get("gpus")
+        plain["gpus"] = None if gpus is None else [build(GpuFigures, g) for g in gpus]
+        plain["cpu"] = build(HostFigures, data.get("cpu"))
+        plain["procs"] = [build(ProcessIO, p) for p in data.get("procs", [])]
+        plain["loader"] = build(LoaderFigures, data.get("loader"))
+        plain["verdict"] = build(Verdict, data.get("verdict"))
+        return cls(**plain)
