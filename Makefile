@@ -37,3 +37,9 @@ test-unit: dev
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .ruff_cache .hypothesis src/*.egg-info
+
+# The whole stack: unit tests, this machine's kernel, the image in real containers, the CUDA stack.
+test: test-unit test-system test-image test-cuda
+
+test-system: dev
+	$(PYTEST) tests/system $(PYTEST_ARGS)

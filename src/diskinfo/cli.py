@@ -52,7 +52,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=positive_float, default=5.0, help="seconds (default 5)")
     p.add_argument("--count", type=int, default=None, help="stop after N intervals")
     p.add_argument("--log-dir", default="/workspace/logs", help="default /workspace/logs")
+    p.add_argument(
+        "--pid-file",
+        default=None,
+        help="file holding the training command's PID: its process tree is watched",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus /metrics and /status on this port (0 = off)",
+    )
+    p.add_argument(
+        "--metrics-addr", default="127.0.0.1", help="address to bind (default 127.0.0.1)"
+    )
     p.set_defaults(func=_handler("diskinfo.commands.watch"))
+
+    # --- bench (issue: verdicts; device baseline) ---
+    p = sub.add_parser("bench", help="measure the device's sequential bandwidth and random IOPS")
+    p.add_argument("path", metavar="PATH")
+    p.set_defaults(func=_handler("diskinfo.commands.bench"))
+
+    # --- report (issues: verdicts report; before/after comparison) ---
+    p = sub.add_parser("report", help="summarise one run's JSONL, or compare two side by side")
+    p.add_argument("runs", nargs="+", metavar="RUN.jsonl")
+    p.set_defaults(func=_handler("diskinfo.commands.report"))
+
+    # --- status (issue: Prometheus; node pressure) ---
+    p = sub.add_parser("status", help="print the node's storage pressure as JSON")
+    p.set_defaults(func=_handler("diskinfo.commands.status"))
+
+    # --- pack (issue: shards) ---
+    p = sub.add_parser("pack", help="pack a tree of small files into WebDataset tar shards")
+    p.add_argument("src", metavar="SRC")
+    p.add_argument("dest", metavar="DEST")
+    p.set_defaults(func=_handler("diskinfo.commands.pack"))
 
     return parser
 
@@ -68,8 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
-        print(f"diskinfo: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
-              file=sys.stderr)
+        print(
+            f"diskinfo: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+            file=sys.stderr,
+        )
         return 1
 
 
