@@ -63,9 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="serve Prometheus /metrics and /status on this port (0 = off)",
     )
-    p.add_argument(
-        "--metrics-addr", default="127.0.0.1", help="address to bind (default 127.0.0.1)"
-    )
+    p.add_argument("--metrics-addr", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.set_defaults(func=_handler("diskinfo.commands.watch"))
 
     # --- bench (issue: verdicts; device baseline) ---
