@@ -41,6 +41,10 @@ class DeviceFigures:
     dareq_sz: float | None = None
     f_s: float | None = None
     f_await: float | None = None
+    # cumulative /proc/diskstats counters at the end of the interval, for Prometheus (which
+    # computes its own rates); keys: see diskinfo.sinks.prometheus.DISK_COUNTERS, e.g.
+    # "reads", "read_bytes", "read_time_ms", "io_time_ms". None: the collector did not fill it
+    counters: dict[str, int] | None = None
 
 
 @dataclass
@@ -58,6 +62,8 @@ class NfsFigures:
     read_exe_ms: float = 0.0
     write_exe_ms: float = 0.0
     retrans: int = 0
+    # cumulative mountstats counters for Prometheus; keys: diskinfo.sinks.prometheus.NFS_COUNTERS
+    counters: dict[str, int] | None = None
 
 
 @dataclass
