@@ -76,13 +76,14 @@ class GpuFigures:
     util_min: float = 0.0
     util_max: float = 0.0
     idle_fraction: float = 0.0  # share of samples with utilisation below the idle threshold
-    pulsing: float = 0.0  # 0..1: share of busy/idle transitions; high = bursts between gaps
+    pulsing: float = 0.0  # 0..1: bursts of high utilisation between idle gaps (docs/verdicts.md)
     mem_used_mb: float = 0.0
     mem_total_mb: float = 0.0
     pcie_rx_mb_s: float = 0.0
     pcie_tx_mb_s: float = 0.0
     power_w: float = 0.0
     samples: int = 0
+    bursts: int = 0  # busy runs separated by idle gaps within the interval
 
 
 @dataclass
@@ -109,6 +110,7 @@ class ProcessIO:
     read_bytes_total: int = 0
     cpu_percent: float = 0.0
     role: str = ""  # "main", "worker", ...
+    rchar_mb_s: float = 0.0  # all read() bytes, page-cache hits included (/proc/PID/io rchar)
 
 
 @dataclass
@@ -121,6 +123,11 @@ class LoaderFigures:
     wait_share: float = 0.0  # wait / (wait + step), 0..1
     batches_s: float = 0.0
     worker_errors: int = 0  # DataLoader worker deaths seen (e.g. Bus error from a small /dev/shm)
+    processes: int = 0  # training processes publishing loader figures
+    num_workers: int | None = None  # DataLoader settings as published (None: not a DataLoader)
+    pin_memory: bool | None = None
+    persistent_workers: bool | None = None
+    prefetch_factor: int | None = None
 
 
 @dataclass
@@ -134,6 +141,9 @@ class Verdict:
     summary: str = ""
     evidence: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
+    severity: str = ""  # input-bound severity, XProf split: "high" >= 20%, "moderate" >= 5%, "none"
+    input_share: float | None = None  # data-wait share of step time, 0..1, where measured
+    warnings: list[str] = field(default_factory=list)  # sustained conditions (disk await, ...)
 
 
 @dataclass
