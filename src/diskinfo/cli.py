@@ -78,6 +78,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     # --- status (issue: Prometheus; node pressure) ---
     p = sub.add_parser("status", help="print the node's storage pressure as JSON")
+    p.add_argument(
+        "--url",
+        default=None,
+        help="the monitor's /status (default: http://127.0.0.1:$METRICS_PORT/status, port 9101)",
+    )
+    p.add_argument("--timeout", type=positive_float, default=3.0, help="seconds (default 3)")
+    p.add_argument(
+        "--fail-on",
+        choices=("busy", "saturated"),
+        default=None,
+        help="exit 3 when the pressure is at or above this level",
+    )
     p.set_defaults(func=_handler("diskinfo.commands.status"))
 
     # --- pack (issue: shards) ---

@@ -42,8 +42,9 @@ class DeviceFigures:
     f_s: float | None = None
     f_await: float | None = None
     # cumulative /proc/diskstats counters at the end of the interval, for Prometheus (which
-    # computes its own rates); keys: see diskinfo.sinks.prometheus.DISK_COUNTERS, e.g.
-    # "reads", "read_bytes", "read_time_ms", "io_time_ms". None: the collector did not fill it
+    # computes its own rates): raw kernel values keyed by sources.diskstats field names
+    # ("rd_ios", "rd_sectors", "rd_ticks", ..., "io_ticks", "rq_ticks"; None fields left out).
+    # None: the collector did not fill it
     counters: dict[str, int] | None = None
 
 
