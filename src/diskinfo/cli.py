@@ -96,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pack", help="pack a tree of small files into WebDataset tar shards")
     p.add_argument("src", metavar="SRC")
     p.add_argument("dest", metavar="DEST")
+    p.add_argument("--shard-size", default="1GB", help="e.g. 64MB, 1GB, 512MiB (default 1GB)")
+    p.add_argument("--shuffle-seed", type=int, default=None, help="shuffle samples with this seed")
+    p.add_argument("--force", action="store_true", help="overwrite a pack already in DEST")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: only on a terminal)",
+    )
     p.set_defaults(func=_handler("diskinfo.commands.pack"))
 
     return parser

@@ -1,0 +1,258 @@
+"""`diskinfo pack`: layouts, manifest, determinism, resume, refusals and one-line errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from diskinfo import cli
+from diskinfo import pack as packmod
+from diskinfo.errors import UserError
+from diskinfo.pack import STATE, pack, parse_size, read_manifest, verify
+from diskinfo.shards import read_shard
+
+
+def image_folder(root: Path, classes: dict[str, int], seed: int = 1) -> dict[str, bytes]:
+    """class/NNNN.jpg files of random sizes; returns {tar member name: bytes}."""
+    rng = random.Random(seed)
+    files = {}
+    for name, count in classes.items():
+        (root / name).mkdir(parents=True)
+        for i in range(count):
+            data = rng.randbytes(rng.randint(100, 6000))
+            (root / name / f"{i:04d}.jpg").write_bytes(data)
+            files[f"{name}/{i:04d}.jpg"] = data
+    return files
+
+
+def all_samples(dest: Path) -> list[dict]:
+    manifest = read_manifest(dest)
+    return [s for shard in manifest["shards"] for s in read_shard(dest / shard["name"])]
+
+
+def test_parse_size() -> None:
+    assert parse_size("64MB") == 64_000_000
+    assert parse_size("1GB") == 10**9
+    assert parse_size("512MiB") == 512 * 2**20
+    assert parse_size("1.5 gb") == 1_500_000_000
+    assert parse_size("4096") == 4096
+    for bad in ("", "MB", "12XB", "-1GB", "0"):
+        with pytest.raises(UserError):
+            parse_size(bad)
+
+
+def test_image_folder_round_trip(tmp_path: Path) -> None:
+    files = image_folder(tmp_path / "src", {"dog": 25, "cat": 15})
+    (tmp_path / "src" / "cat" / ".DS_Store").write_bytes(b"x")
+    (tmp_path / "src" / "cat" / "LICENSE").write_bytes(b"x")
+    manifest = pack(tmp_path / "src", tmp_path / "out", shard_size=20_000)
+    assert manifest["samples"] == 40
+    assert manifest["classes"] == ["cat", "dog"]
+    assert manifest["class_counts"] == {"cat": 15, "dog": 25}
+    assert manifest["extensions"] == {"jpg": 40}
+    assert manifest["skipped"] == {"hidden": 1, "no_extension": 1}
+    assert len(manifest["shards"]) > 3
+    assert sum(s["samples"] for s in manifest["shards"]) == 40
+    samples = all_samples(tmp_path / "out")
+    assert [s["__key__"] for s in samples] == sorted(k.removesuffix(".jpg") for k in files)
+    for s in samples:
+        assert s["jpg"] == files[s["__key__"] + ".jpg"]
+        assert int(s["cls"]) == (0 if s["__key__"].startswith("cat/") else 1)
+    for shard in manifest["shards"]:
+        path = tmp_path / "out" / shard["name"]
+        assert path.stat().st_size == shard["bytes"]
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == shard["sha256"]
+        assert shard["bytes"] <= 20_000 or shard["samples"] == 1
+    assert not list((tmp_path / "out").glob(".*"))  # no temp or state file left
+
+
+def test_files_grouped_by_stem(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(7):
+        (src / f"{i:04d}.jpg").write_bytes(bytes([i]) * 700)
+        (src / f"{i:04d}.json").write_text(json.dumps({"i": i}))
+        (src / f"{i:04d}.seg.png").write_bytes(b"p" * i)
+    manifest = pack(src, tmp_path / "out")
+    assert manifest["classes"] == [] and manifest["samples"] == 7
+    assert len(manifest["shards"]) == 1
+    samples = all_samples(tmp_path / "out")
+    assert [s["__key__"] for s in samples] == [f"{i:04d}" for i in range(7)]
+    assert all(set(s) == {"__key__", "__url__", "jpg", "json", "seg.png"} for s in samples)
+    assert json.loads(samples[3]["json"]) == {"i": 3}
+    assert samples[5]["seg.png"] == b"ppppp"
+
+
+def test_deterministic_and_shuffle_seed(tmp_path: Path) -> None:
+    image_folder(tmp_path / "src", {"a": 30, "b": 30})
+    runs = {
+        name: pack(tmp_path / "src", tmp_path / name, shard_size=30_000, shuffle_seed=seed)
+        for name, seed in (("p1", None), ("p2", None), ("s1", 7), ("s2", 7), ("s3", 8))
+    }
+
+    def hashes(name: str) -> list[str]:
+        return [s["sha256"] for s in runs[name]["shards"]]
+
+    def keys(name: str) -> list[str]:
+        return [s["__key__"] for s in all_samples(tmp_path / name)]
+
+    assert hashes("p1") == hashes("p2")
+    assert hashes("s1") == hashes("s2")
+    assert keys("s1") != keys("p1") and sorted(keys("s1")) == keys("p1")
+    assert keys("s3") != keys("s1") and sorted(keys("s3")) == keys("p1")
+
+
+def test_refuses_existing_dest_without_force(tmp_path: Path) -> None:
+    image_folder(tmp_path / "src", {"a": 5})
+    pack(tmp_path / "src", tmp_path / "out")
+    with pytest.raises(UserError, match="already holds a finished pack"):
+        pack(tmp_path / "src", tmp_path / "out")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="not empty"):
+        pack(tmp_path / "src", tmp_path / "other")
+    # --force replaces a pack's own files and leaves the user's alone
+    (tmp_path / "out" / "shard-000099.tar").write_bytes(b"stale")
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    manifest = pack(tmp_path / "src", tmp_path / "out", force=True)
+    assert not (tmp_path / "out" / "shard-000099.tar").exists()
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    assert manifest["samples"] == 5
+
+
+def test_resume_keeps_finished_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    image_folder(tmp_path / "src", {"a": 40, "b": 20})
+    real = packmod.write_shard
+    calls = []
+
+    def interrupted(dest: Path, name: str, samples: list) -> dict:
+        calls.append(name)
+        if len(calls) == 3:
+            (dest / f".{name}.tmp").write_bytes(b"half a shard")  # as a kill -9 leaves it
+            raise KeyboardInterrupt
+        return real(dest, name, samples)
+
+    monkeypatch.setattr(packmod, "write_shard", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pack(tmp_path / "src", tmp_path / "out", shard_size=25_000)
+    out = tmp_path / "out"
+    assert (out / STATE).exists() and not (out / "manifest.json").exists()
+    first = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.glob("shard-*.tar")}
+    assert sorted(first) == ["shard-000000.tar", "shard-000001.tar"]
+    # other arguments than the interrupted run: refused, nothing touched
+    with pytest.raises(UserError, match="interrupted pack of other input"):
+        pack(tmp_path / "src", out, shard_size=50_000)
+
+    monkeypatch.setattr(packmod, "write_shard", real)
+    calls.clear()
+    lines: list[str] = []
+
+    class Capture:
+        def write(self, text: str) -> None:
+            lines.append(text)
+
+        def flush(self) -> None: ...
+
+        def isatty(self) -> bool:
+            return False
+
+    manifest = pack(tmp_path / "src", out, shard_size=25_000, stream=Capture())  # type: ignore[arg-type]
+    assert any("resuming: 2 finished shards kept" in line for line in lines)
+    for name, stamp in first.items():
+        assert ((out / name).stat().st_ino, (out / name).stat().st_mtime_ns) == stamp
+    assert manifest["samples"] == 60 and len(all_samples(out)) == 60
+    assert not list(out.glob(".*"))
+    fresh = pack(tmp_path / "src", tmp_path / "fresh", shard_size=25_000)
+    assert [s["sha256"] for s in fresh["shards"]] == [s["sha256"] for s in manifest["shards"]]
+
+
+def test_file_vanishing_mid_pack_leaves_no_partial_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image_folder(tmp_path / "src", {"a": 40})
+    real_plan = packmod.plan
+
+    def plan_then_delete(samples: list, shard_size: int) -> list:
+        shards = real_plan(samples, shard_size)
+        os.unlink(shards[2][1].members[0].path)
+        return shards
+
+    monkeypatch.setattr(packmod, "plan", plan_then_delete)
+    with pytest.raises(UserError, match=r"cannot read .*a/\d+\.jpg: No such file"):
+        pack(tmp_path / "src", tmp_path / "out", shard_size=25_000)
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == [STATE, "shard-000000.tar", "shard-000001.tar"]
+
+
+def test_verify_catches_a_flipped_byte(tmp_path: Path) -> None:
+    files = image_folder(tmp_path / "src", {"a": 3})
+    pack(tmp_path / "src", tmp_path / "out")
+    shard = tmp_path / "out" / "shard-000000.tar"
+    expected = []
+    for name in sorted(files):
+        expected.append((name, len(files[name]), hashlib.sha256(files[name]).hexdigest()))
+        expected.append((name.replace(".jpg", ".cls"), 1, hashlib.sha256(b"0").hexdigest()))
+    assert verify(shard, expected) == read_manifest(tmp_path / "out")["shards"][0]["sha256"]
+    data = bytearray(shard.read_bytes())
+    data[512 + 10] ^= 0xFF  # inside the first member's data
+    shard.write_bytes(bytes(data))
+    with pytest.raises(UserError, match=r"verification failed at a/0000\.jpg"):
+        verify(shard, expected)
+
+
+def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    code = cli.main(argv)
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err.count("\n") == 1 and err.startswith("diskinfo: error: "), err
+    return err
+
+
+def test_bad_input_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    (empty / "sub" / ".hidden").write_text("x")
+    assert "no samples in" in one_line_error(["pack", str(empty), str(tmp_path / "o1")], capsys)
+    assert not (tmp_path / "o1").exists()
+
+    src = tmp_path / "src"
+    image_folder(src, {"a": 3})
+    err = one_line_error(["pack", str(src), str(src / "a" / "shards")], capsys)
+    assert "inside SRC" in err
+    assert "not a directory" in one_line_error(["pack", str(tmp_path / "nope"), "x"], capsys)
+    assert "not a size" in one_line_error(
+        ["pack", str(src), str(tmp_path / "o2"), "--shard-size", "lots"], capsys
+    )
+    (src / "loose.jpg").write_bytes(b"x")
+    assert "mixes files at its top level" in one_line_error(
+        ["pack", str(src), str(tmp_path / "o3")], capsys
+    )
+    (src / "loose.jpg").unlink()
+    (src / "a" / "9999.jpg").symlink_to(tmp_path / "gone.jpg")
+    err = one_line_error(["pack", str(src), str(tmp_path / "o4")], capsys)
+    assert "cannot read" in err and "9999.jpg" in err
+
+
+def test_unreadable_file_one_line_error(tmp_path: Path) -> None:
+    """Root reads every file, so as root the CLI runs without its DAC-override capabilities."""
+    image_folder(tmp_path / "src", {"a": 4})
+    (tmp_path / "src" / "a" / "0002.jpg").chmod(0o000)
+    command = [sys.executable, "-m", "diskinfo.cli", "pack", str(tmp_path / "src"), "out"]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root without setpriv: cannot make a file unreadable")
+        command = [setpriv, "--bounding-set=-dac_override,-dac_read_search", *command]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert "cannot read" in proc.stderr and "0002.jpg: Permission denied" in proc.stderr
+    assert not (tmp_path / "out").exists()
