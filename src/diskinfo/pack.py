@@ -78,6 +78,15 @@ def parse_size(text: str) -> int:
     return int(value * _UNITS[unit])
 
 
+def human(nbytes: float) -> str:
+    """1234567 -> '1.2 MB' (decimal units, matching --shard-size)."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(nbytes) < 1000:
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1000
+    return f"{nbytes:,.1f} TB"
+
+
 @dataclass(frozen=True)
 class Member:
     """One source file of a sample; `ext` is everything after the stem ("jpg", "seg.png")."""
@@ -189,7 +198,7 @@ def scan(src: Path) -> Scan:
 
 def plan(samples: list[Sample], shard_size: int) -> list[list[Sample]]:
     """Greedy, in order: a shard closes before the sample that would take it past shard_size
-    (end-of-archive blocks and record padding included); a sample larger than shard_size gets its own shard."""
+    (end-of-archive blocks and record padding included); a larger sample gets a shard alone."""
     shards: list[list[Sample]] = []
     current: list[Sample] = []
     used = 2 * _BLOCK
@@ -256,7 +265,7 @@ class Progress:
         bar = "#" * int(share * 30)
         line = (
             f"packing [{bar:<30}] {share:4.0%} {self.done_samples}/{self.samples} samples "
-            f"{self.done_bytes / 1e6:,.0f}/{self.nbytes / 1e6:,.0f} MB {rate / 1e6:.1f} MB/s "
+            f"{human(self.done_bytes)}/{human(self.nbytes)} {human(rate)}/s "
             f"ETA {int(left) // 60}:{int(left) % 60:02d}"
         )
         self.stream.write(("\r" + line + "\x1b[K") if self.tty else line + "\n")
@@ -522,9 +531,9 @@ def pack(
             raise
         kept = len(state["done"])
         raise UserError(
-            f"out of disk space in {dest} after {kept} of {len(shards)} shards (each about "
-            f"{shard_size / 1e6:,.0f} MB, {total / 1e6:,.0f} MB in all); finished shards are "
-            "kept: free space and re-run the same command to resume"
+            f"out of disk space in {dest} after {kept} of {len(shards)} shards (about "
+            f"{human(total)} in all); finished shards are kept: free space and re-run the same "
+            "command to resume"
         ) from None
     finally:
         bar.finish()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from diskinfo.pack import MANIFEST, pack, parse_size
+from diskinfo.pack import MANIFEST, human, pack, parse_size
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     shards = manifest["shards"]
     print(
         f"packed {manifest['samples']} samples{classes} into {len(shards)} shards "
-        f"({sum(s['bytes'] for s in shards) / 1e6:,.1f} MB) in {args.dest}; "
+        f"({human(sum(s['bytes'] for s in shards))}) in {args.dest}; "
         f"index: {args.dest.rstrip('/')}/{MANIFEST}"
     )
     return 0

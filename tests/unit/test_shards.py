@@ -1,0 +1,124 @@
+"""ShardDataset splits shards over DataLoader workers and ranks: every sample once, none lost;
+and the `webdataset` library reads the same shards."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch.utils.data
+import webdataset as wds
+
+from diskinfo.pack import pack, read_manifest
+from diskinfo.shards import ShardDataset, read_shard, split_name
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
+    """61 samples over about a dozen shards of unequal sample counts."""
+    root = tmp_path_factory.mktemp("shards")
+    rng = random.Random(3)
+    files = {}
+    for cls in ("ant", "bee", "cow"):
+        (root / "src" / cls).mkdir(parents=True)
+        for i in range(20 + (cls == "bee")):
+            data = rng.randbytes(rng.randint(200, 4000))
+            (root / "src" / cls / f"{i:03d}.png").write_bytes(data)
+            files[f"{cls}/{i:03d}"] = data
+    manifest = pack(root / "src", root / "out", shard_size=15_000)
+    assert len(manifest["shards"]) >= 8
+    return root / "out", files
+
+
+def keys(dataset: torch.utils.data.Dataset, workers: int) -> Counter[str]:
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=workers)
+    return Counter(sample["__key__"] for sample in loader)
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2, 4])
+def test_every_sample_once_per_worker_count(packed, workers: int) -> None:
+    dest, files = packed
+    seen = keys(ShardDataset(dest), workers)
+    assert seen == Counter(files.keys())
+
+
+@pytest.mark.parametrize(("world", "workers"), [(2, 0), (2, 2), (3, 2)])
+def test_ranks_are_disjoint_and_complete(packed, world: int, workers: int) -> None:
+    dest, files = packed
+    per_rank = [keys(ShardDataset(dest, rank=r, world_size=world), workers) for r in range(world)]
+    assert all(per_rank), "a rank got nothing"
+    assert sum(per_rank, Counter()) == Counter(files.keys())
+
+
+def test_rank_from_torchrun_environment(packed, monkeypatch: pytest.MonkeyPatch) -> None:
+    dest, files = packed
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    shares = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        shares.append(keys(ShardDataset(dest), 0))
+    assert shares[0] and shares[1] and shares[0] + shares[1] == Counter(files.keys())
+
+
+def test_fewer_shards_than_readers_still_exact(packed) -> None:
+    dest, _ = packed
+    shards = [dest / s["name"] for s in read_manifest(dest)["shards"]][:2]
+    expected = Counter(s["__key__"] for p in shards for s in read_shard(p))
+    per_rank = [keys(ShardDataset(shards, rank=r, world_size=2), 2) for r in range(2)]
+    assert all(per_rank) and sum(per_rank, Counter()) == expected
+    with pytest.warns(UserWarning, match="2 shards for 4 readers"):
+        per_rank = [keys(ShardDataset(shards, rank=r, world_size=4), 0) for r in range(4)]
+    assert all(per_rank) and sum(per_rank, Counter()) == expected
+
+
+def test_shuffled_shards_per_epoch_same_on_every_rank(packed) -> None:
+    dest, files = packed
+    orders = []
+    for epoch in (0, 1):
+        union: Counter[str] = Counter()
+        for rank in range(2):
+            ds = ShardDataset(dest, shuffle_shards=True, seed=5, rank=rank, world_size=2)
+            ds.set_epoch(epoch)
+            union += keys(ds, 2)
+        assert union == Counter(files.keys())
+        ds0 = ShardDataset(dest, shuffle_shards=True, seed=5)
+        ds0.set_epoch(epoch)
+        orders.append(ds0.shard_order())
+    assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
+
+
+def test_contents_and_transform(packed) -> None:
+    dest, files = packed
+    ds = ShardDataset(dest, transform=lambda s: (s["__key__"], s["png"], int(s["cls"])))
+    for key, data, label in ds:
+        assert data == files[key]
+        assert label == ["ant", "bee", "cow"].index(key.split("/")[0])
+
+
+def test_webdataset_reads_the_same_shards(packed) -> None:
+    dest, files = packed
+    urls = [str(dest / s["name"]) for s in read_manifest(dest)["shards"]]
+    dataset = wds.WebDataset(urls, shardshuffle=False).decode().to_tuple("__key__", "png", "cls")
+    seen = {}
+    for key, data, label in dataset:
+        seen[key] = data
+        assert label == ["ant", "bee", "cow"].index(key.split("/")[0])
+    assert seen == files
+
+
+def test_split_name_matches_webdataset() -> None:
+    from webdataset.tariterators import base_plus_ext
+
+    for name in ("cat/0001.jpg", "0001.seg.png", "a.b/c/x.tar.gz", "k.JSON"):
+        key, ext = base_plus_ext(name)
+        assert split_name(name) == (key, ext.lower())
+
+
+def test_bad_rank_arguments(packed) -> None:
+    dest, _ = packed
+    with pytest.raises(ValueError):
+        ShardDataset(dest, rank=0)
+    with pytest.raises(ValueError):
+        ShardDataset(dest, rank=2, world_size=2)
