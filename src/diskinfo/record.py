@@ -41,6 +41,12 @@ class DeviceFigures:
     dareq_sz: float | None = None
     f_s: float | None = None
     f_await: float | None = None
+    # iostat's %rrqm/%wrqm/%drqm, and the interval's exact byte counts (sectors * 512)
+    rrqm_pct: float = 0.0
+    wrqm_pct: float = 0.0
+    drqm_pct: float | None = None
+    read_bytes: int = 0
+    write_bytes: int = 0
     # cumulative /proc/diskstats counters at the end of the interval, for Prometheus (which
     # computes its own rates): raw kernel values keyed by sources.diskstats field names
     # ("rd_ios", "rd_sectors", "rd_ticks", ..., "io_ticks", "rq_ticks"; None fields left out).

@@ -1,0 +1,43 @@
+"""diskinfo.jsonl: one IntervalRecord.to_dict() per line (schema: docs/jsonl-schema.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from diskinfo.record import IntervalRecord
+from diskinfo.sinks.rotating import RotatingFile
+
+FILENAME = "diskinfo.jsonl"
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities are not JSON: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def encode(record: IntervalRecord) -> str:
+    data = record.to_dict()
+    try:
+        return json.dumps(data, separators=(",", ":"), allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(_finite(data), separators=(",", ":")) + "\n"
+
+
+class JsonlSink:
+    def __init__(self, log_dir: str, max_bytes: int = 50 * 2**20, backups: int = 5) -> None:
+        self.file = RotatingFile(os.path.join(log_dir, FILENAME), max_bytes, backups)
+
+    def write(self, record: IntervalRecord) -> None:
+        self.file.write(encode(record))
+
+    def close(self) -> None:
+        self.file.close()

@@ -1,0 +1,81 @@
+"""diskinfo.log: one human line per device per interval (and stdout, for supervisord).
+
+2026-12-02T13:40:05Z [DiskIO] nvme0n1 /workspace/data: Read=512.30MB/s Write=0.00MB/s
+r/s=4098.4 w/s=0.0 r_await=0.41ms w_await=0.00ms aqu-sz=1.68 rareq-sz=128.0kB util=97.3%
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import TextIO
+
+from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures
+from diskinfo.sinks.rotating import RotatingFile
+
+FILENAME = "diskinfo.log"
+
+
+def device_line(fig: DeviceFigures) -> str:
+    where = " ".join(fig.paths)
+    line = (
+        f"[DiskIO] {fig.device}{' ' + where if where else ''}: "
+        f"Read={fig.rmb_s:.2f}MB/s Write={fig.wmb_s:.2f}MB/s "
+        f"r/s={fig.r_s:.1f} w/s={fig.w_s:.1f} "
+        f"r_await={fig.r_await:.2f}ms w_await={fig.w_await:.2f}ms "
+        f"aqu-sz={fig.aqu_sz:.2f} rareq-sz={fig.rareq_sz:.1f}kB wareq-sz={fig.wareq_sz:.1f}kB "
+        f"util={fig.util:.1f}%"
+    )
+    if fig.in_flight:
+        line += f" in-flight={fig.in_flight}"
+    return line
+
+
+def nfs_line(fig: NfsFigures) -> str:
+    mib = 2**20
+    return (
+        f"[NFS] {fig.server} {fig.mount}: Read={fig.read_bytes_s / mib:.2f}MB/s "
+        f"Write={fig.write_bytes_s / mib:.2f}MB/s read/s={fig.read_ops_s:.1f} "
+        f"write/s={fig.write_ops_s:.1f} read_rtt={fig.read_rtt_ms:.2f}ms "
+        f"write_rtt={fig.write_rtt_ms:.2f}ms retrans={fig.retrans}"
+    )
+
+
+def lines(record: IntervalRecord) -> list[str]:
+    out = [device_line(f) for f in record.devices]
+    out += [nfs_line(f) for f in record.nfs]
+    out += [f"[warning] {w}" for w in record.warnings]
+    return out
+
+
+class TextLogSink:
+    def __init__(
+        self,
+        log_dir: str,
+        max_bytes: int = 20 * 2**20,
+        backups: int = 5,
+        echo: TextIO | None = None,
+    ) -> None:
+        self.file = RotatingFile(os.path.join(log_dir, FILENAME), max_bytes, backups)
+        self.echo = echo  # e.g. sys.stdout; None: file only
+
+    def write(self, record: IntervalRecord) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.ts))
+        text = "".join(f"{stamp} {line}\n" for line in lines(record))
+        if not text:
+            return
+        self.file.write(text)
+        if self.echo is not None:
+            try:
+                self.echo.write(text)
+                self.echo.flush()
+            except (OSError, ValueError):
+                self.echo = None  # stdout closed: keep logging to the file
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def stdout_echo() -> TextIO:
+    return sys.stdout
