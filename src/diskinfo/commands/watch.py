@@ -50,6 +50,10 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         JsonlSink(log_dir),
     ]
     # --- more sinks (Prometheus /metrics and /status) are appended here ---
+    if getattr(args, "metrics_port", None):  # None or 0: off
+        from diskinfo.sinks.prometheus import PrometheusSink
+
+        sinks.append(PrometheusSink(args.metrics_port, getattr(args, "metrics_addr", "127.0.0.1")))
 
     return Monitor(args.interval, collectors, sinks, analyser=analyser, count=args.count)
 
