@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The training command, run as NB_USER in /workspace by supervisord. Its arguments come from
+# the NUL-separated file entrypoint.sh wrote, so they reach the program exactly as given to
+# `docker run` (no shell, no supervisord expansion). Output goes to /workspace/logs/train.log
+# (rotated) and to our stdout, which supervisord sends to `docker logs`. Our PID is the root of
+# the process tree the monitor watches; the exit status is recorded for the container's exit.
+set -uo pipefail
+state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
+lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
+log=${LOG_DIR:-/workspace/logs}/train.log
+echo "$$" >"$state/train.pid"
+mapfile -d '' -t args <"$state/train.args"
+cd /workspace || exit 1
+
+# supervisord stops the whole process group (stopasgroup): the program gets SIGTERM directly.
+# We only note it; a handler (not an ignore) so the program keeps default signal handling.
+trap 'stopping=1' TERM INT HUP
+stopping=0
+
+fifo=$state/train/output.fifo
+rm -f "$fifo" && mkfifo -m 0600 "$fifo"
+# The tee must outlive the program's last words: it ignores the group's SIGTERM, ends on EOF.
+(trap '' TERM INT HUP && exec python3 "$lib/log-tee.py" "$log") <"$fifo" &
+tee_pid=$!
+
+"${args[@]}" >"$fifo" 2>&1 </dev/null
+code=$?
+wait "$tee_pid" 2>/dev/null
+rm -f "$fifo"
+echo "$code" >"$state/train/exit"
+if [ "$stopping" = 1 ]; then echo "[run-train] stopped by signal, exit status $code" >&2; fi
+exit "$code"

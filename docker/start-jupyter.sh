@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# JupyterLab as NB_USER; port, address and root come from /etc/jupyter/jupyter_server_config.py,
+# the token from the file 40-jupyter.sh wrote (never from this program's environment).
+set -euo pipefail
+unset JUPYTER_TOKEN
+export JUPYTER_TOKEN_FILE=${STARTUP_STATE_DIR:-/run/pytorch-cuda}/jupyter-token
+cd /workspace
+exec jupyter lab --no-browser

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# sshd in the foreground, logging to stderr (-> sshd.log), on SSH_PORT, only NB_USER allowed,
+# with the host keys 30-ssh.sh made for this container.
+set -euo pipefail
+dir=${SSH_HOST_KEY_DIR:-/etc/ssh}
+hostkeys=()
+for key in "$dir"/ssh_host_*_key; do hostkeys+=(-h "$key"); done
+exec /usr/sbin/sshd -D -e -f /etc/pytorch-cuda/sshd_config -p "${SSH_PORT:-22}" \
+  "${hostkeys[@]}" -o "AllowUsers=${NB_USER:-jovyan}"

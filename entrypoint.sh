@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Prepare the container as root, then hand over to supervisord, which runs sshd, JupyterLab,
+# the diskinfo monitor and the training command (this script's arguments, kept verbatim).
+#
+# Each step lives in init.d/NN-name.sh and is sourced in lexical order, so steps share
+# variables (NB_USER, the *_ENABLE flags) and stay small. A step that finds bad input calls
+# `startup_die MESSAGE`: one clear line and a non-zero exit, before any service starts.
+set -euo pipefail
+
+PYTORCH_CUDA_LIB=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
+STARTUP_STATE_DIR=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
+export PYTORCH_CUDA_LIB STARTUP_STATE_DIR
+
+if [ "$(id -u)" != 0 ]; then
+  echo "ERROR entrypoint.sh must start as root (it drops to NB_USER for every service);" \
+    "remove --user from docker run and set NB_UID/NB_GID instead" >&2
+  exit 1
+fi
+
+# A previous start of the same container (docker restart) leaves state behind.
+rm -rf "$STARTUP_STATE_DIR"
+mkdir -p "$STARTUP_STATE_DIR"
+chmod 0755 "$STARTUP_STATE_DIR"
+
+# The training command: one NUL-terminated argument after another, so that no shell and no
+# supervisord %(...)s expansion ever re-parses it; run-train.sh reads it back as an array.
+if [ "$#" -gt 0 ]; then
+  printf '%s\0' "$@" >"$STARTUP_STATE_DIR/train.args"
+  export TRAIN_ENABLE=1
+else
+  export TRAIN_ENABLE=0
+fi
+
+startup_die() {
+  if declare -F startup_log >/dev/null; then
+    startup_log ERROR "$*"
+  else
+    echo "ERROR $*" >&2
+  fi
+  exit 1
+}
+
+for step in "$PYTORCH_CUDA_LIB"/init.d/*.sh; do
+  [ -r "$step" ] || continue
+  # shellcheck source=/dev/null
+  . "$step"
+done
+unset step
+
+# What the health check expects to be RUNNING.
+{
+  echo diskinfo
+  if [ "${SSHD_ENABLE:-0}" = 1 ]; then echo sshd; fi
+  if [ "${JUPYTER_ENABLE:-0}" = 1 ]; then echo jupyter; fi
+} >"$STARTUP_STATE_DIR/services"
+
+# supervisord becomes PID 1; it exits with the training command's exit code (see the runner).
+exec python3 "$PYTORCH_CUDA_LIB/supervisord-run.py" -n -c /etc/pytorch-cuda/supervisord.conf
