@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     # --- report (issues: verdicts report; before/after comparison) ---
     p = sub.add_parser("report", help="summarise one run's JSONL, or compare two side by side")
     p.add_argument("runs", nargs="+", metavar="RUN.jsonl")
+    p.add_argument("--png", default=None, help="timeline PNG path (default: next to the JSONL)")
+    p.add_argument("--no-png", action="store_true", help="print the summary only")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_handler("diskinfo.commands.report"))
 
     # --- status (issue: Prometheus; node pressure) ---

@@ -1,0 +1,35 @@
+"""`diskinfo report RUN.jsonl [B.jsonl]`: print the summary (or A vs B) and write the PNG."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from diskinfo.errors import UserError
+from diskinfo.report import load_run, plot, render, render_comparison, summarise
+
+
+def default_png(runs: list[Path]) -> Path:
+    """RUN.png next to RUN.jsonl; A-vs-B.png next to A for a comparison."""
+    stem = "-vs-".join(p.name.removesuffix(".jsonl") for p in runs)
+    return runs[0].with_name(stem + ".png")
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.runs]
+    if len(paths) > 2:
+        raise UserError("give one run to summarise or two (A B) to compare")
+    loaded = [(str(p), load_run(p)) for p in paths]
+    summaries = [summarise(records, name) for name, records in loaded]
+    png = None if args.no_png else Path(args.png) if args.png else default_png(paths)
+    if png is not None:
+        plot(loaded, png)
+    if args.json:
+        out = {"runs": [s.to_dict() for s in summaries], "png": str(png) if png else None}
+        print(json.dumps(out, indent=1))
+        return 0
+    print(render(summaries[0]) if len(summaries) == 1 else render_comparison(*summaries))
+    if png is not None:
+        print(f"timeline: {png}")
+    return 0

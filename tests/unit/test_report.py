@@ -1,0 +1,228 @@
+"""`diskinfo report`: time-weighted verdict shares, top fix, throughput, data-wait, the PNG
+timeline, the A/B comparison, and one-line errors for bad runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from diskinfo import cli
+from diskinfo.record import (
+    DeviceFigures,
+    GpuFigures,
+    IntervalRecord,
+    LoaderFigures,
+    Verdict,
+)
+from diskinfo.report import load_run, summarise
+
+SMALL = "input-bound: small-file random reads"
+PACK_FIX = "pack the small files into large sequential shards: `diskinfo pack SRC DEST`"
+WORKERS_FIX = "raise DataLoader num_workers=0 to num_workers=2 (2 cores)"
+
+
+def interval(
+    ts: float,
+    elapsed: float,
+    verdict: str,
+    fixes: list[str],
+    *,
+    r_s: float,
+    rmb_s: float,
+    wait: float,
+    step: float,
+    batches: int,
+    gpu: float | None,
+    warnings: list[str] | None = None,
+) -> IntervalRecord:
+    return IntervalRecord(
+        ts=ts,
+        elapsed_s=elapsed,
+        host="test",
+        devices=[
+            DeviceFigures("vda", paths=["/data"], r_s=r_s, rmb_s=rmb_s, r_await=2.0, util=80.0),
+            DeviceFigures("loop0", r_s=9999, rmb_s=999.0),  # not watched: must be ignored
+        ],
+        gpus=None if gpu is None else [GpuFigures(0, "H200", util_mean=gpu)],
+        loader=LoaderFigures(
+            batches=batches,
+            wait_s=wait,
+            step_s=step,
+            wait_share=wait / (wait + step),
+            batches_s=batches / elapsed,
+        ),
+        verdict=Verdict(verdict, fixes=fixes, warnings=warnings or []),
+    )
+
+
+def before_run(t0: float = 1_800_000_000.0, gpu: bool = True) -> list[IntervalRecord]:
+    """15 s small-file bound (3 x 5 s) then 10 s compute-bound."""
+    recs = [
+        interval(
+            t0 + 5 * (i + 1),
+            5.0,
+            SMALL,
+            [PACK_FIX, WORKERS_FIX],
+            r_s=2000,
+            rmb_s=31.25,
+            wait=3.5,
+            step=1.5,
+            batches=10,
+            gpu=20.0 if gpu else None,
+            warnings=["read rate under 30% of the device's bandwidth for 60 s"] if i else [],
+        )
+        for i in range(3)
+    ]
+    recs.append(
+        interval(
+            t0 + 25,
+            10.0,
+            "compute-bound",
+            ["speed up the step"],
+            r_s=100,
+            rmb_s=50.0,
+            wait=0.5,
+            step=9.5,
+            batches=40,
+            gpu=90.0 if gpu else None,
+        )
+    )
+    return recs
+
+
+def after_run(t0: float = 1_800_003_600.0) -> list[IntervalRecord]:
+    return [
+        interval(
+            t0 + 5 * (i + 1),
+            5.0,
+            "compute-bound",
+            ["speed up the step"],
+            r_s=400,
+            rmb_s=200.0,
+            wait=0.25,
+            step=4.75,
+            batches=30,
+            gpu=95.0,
+        )
+        for i in range(5)
+    ]
+
+
+def write_run(path: Path, records: list[IntervalRecord]) -> Path:
+    path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records))
+    return path
+
+
+def test_summary_is_time_weighted() -> None:
+    s = summarise(before_run(), "before")
+    assert s.duration_s == 25.0 and s.intervals == 4
+    assert s.verdict_shares == {SMALL: pytest.approx(0.6), "compute-bound": pytest.approx(0.4)}
+    assert s.top_fix == PACK_FIX and s.top_fix_verdict == SMALL
+    assert s.batches_s == pytest.approx(70 / 25)
+    assert s.wait_share == pytest.approx((3 * 3.5 + 0.5) / 25)
+    # busiest *watched* device; means weighted by interval length
+    assert s.disk_read_mb_s == pytest.approx((15 * 31.25 + 10 * 50.0) / 25)
+    assert s.disk_r_s == pytest.approx((15 * 2000 + 10 * 100) / 25)
+    assert s.disk_rareq_kb == pytest.approx((15 * 31.25 + 500) * 1024 / (15 * 2000 + 1000))
+    assert s.gpu_util == pytest.approx((15 * 20 + 10 * 90) / 25)
+    assert s.warnings == {"read rate under 30% of the device's bandwidth for 60 s": 2}
+
+
+def test_top_fix_prefers_input_bound_time() -> None:
+    recs = before_run()[:1] + [before_run()[3]] * 3  # 5 s input-bound, 30 s compute-bound
+    assert summarise(recs).top_fix == PACK_FIX
+    assert summarise([before_run()[3]]).top_fix == "speed up the step"
+
+
+def test_report_one_run_prints_summary_and_writes_png(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "before.jsonl", before_run())
+    assert cli.main(["report", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "60.0%  input-bound: small-file random reads" in out
+    assert "40.0%  compute-bound" in out
+    assert f"top fix: {PACK_FIX}" in out
+    assert "2.80 batches/s" in out and "data-wait share: 44% of step time" in out
+    assert "GPU: 48% mean utilisation over 1 GPU(s)" in out
+    png = tmp_path / "before.png"
+    assert f"timeline: {png}" in out
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_report_without_gpu_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "cpu.jsonl", before_run(gpu=False))
+    png = tmp_path / "out" / "x.png"
+    png.parent.mkdir()
+    assert cli.main(["report", str(run), "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "GPU: no figures in this run" in out
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compare_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "before.jsonl", before_run())
+    b = write_run(tmp_path / "after.jsonl", after_run())
+    assert cli.main(["report", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split("  ")[0]: line for line in out.splitlines()}
+    assert "x2.14" in lines["batches/s"]  # 6.00 vs 2.80 batches/s
+    assert "44%" in lines["data-wait share"] and "5%" in lines["data-wait share"]
+    assert "-39 pts" in lines["data-wait share"]
+    assert "60%" in out and "+60 pts" in out  # compute-bound 40% -> 100%
+    assert f"A top fix: {PACK_FIX}" in out and "B top fix: speed up the step" in out
+    assert (tmp_path / "before-vs-after.png").read_bytes()[:4] == b"\x89PNG"
+
+    assert cli.main(["report", str(a), str(b), "--json", "--no-png"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in data["runs"]] == [str(a), str(b)]
+    assert data["runs"][1]["verdict_shares"] == {"compute-bound": 1.0}
+    assert data["png"] is None
+
+
+def test_a_line_being_written_is_skipped(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "live.jsonl", before_run())
+    with run.open("a") as fh:
+        fh.write('{"schema": "diskinfo.interval/1", "ts": 18')  # monitor mid-write
+    assert len(load_run(run)) == 4
+
+
+def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert cli.main(argv) != 0
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("diskinfo: error: ")
+    return captured.err
+
+
+def test_bad_runs_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write_run(tmp_path / "good.jsonl", before_run())
+    assert "cannot read" in one_line_error(["report", str(tmp_path / "missing.jsonl")], capsys)
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    assert "no interval records" in one_line_error(
+        ["report", str(tmp_path / "empty.jsonl")], capsys
+    )
+    lines = good.read_text().splitlines()
+    (tmp_path / "bad.jsonl").write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
+    assert "bad.jsonl line 2: not JSON" in one_line_error(
+        ["report", str(tmp_path / "bad.jsonl")], capsys
+    )
+    (tmp_path / "other.jsonl").write_text('{"hello": 1}\n')
+    assert "line 1: not a diskinfo interval record" in one_line_error(
+        ["report", str(tmp_path / "other.jsonl")], capsys
+    )
+    broken = json.loads(lines[0]) | {"devices": 7}
+    (tmp_path / "broken.jsonl").write_text(json.dumps(broken) + "\n")
+    assert "malformed interval record" in one_line_error(
+        ["report", str(tmp_path / "broken.jsonl")], capsys
+    )
+    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00garbage")
+    assert "not text" in one_line_error(["report", str(tmp_path / "bin.jsonl")], capsys)
+    assert "one run to summarise or two" in one_line_error(
+        ["report", str(good), str(good), str(good)], capsys
+    )
+    assert "cannot write" in one_line_error(
+        ["report", str(good), "--png", str(tmp_path / "no" / "dir.png")], capsys
+    )
