@@ -1,0 +1,76 @@
+"""The training loop's own figures, as `diskinfo.torch` publishes them, summed over processes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from diskinfo import loader_state
+from diskinfo.loader_state import LoaderCounters
+from diskinfo.record import IntervalRecord, LoaderFigures
+
+
+def interval_figures(
+    previous: Mapping[int, LoaderCounters],
+    current: Mapping[int, LoaderCounters],
+    elapsed_s: float,
+) -> LoaderFigures | None:
+    """Sum of per-process deltas; None when no training process publishes at all.
+
+    A process seen for the first time counts from zero (it started during the interval);
+    counters that went down mean a new process reused the PID, so they count from zero too.
+    """
+    if not current:
+        return None
+    fig = LoaderFigures()
+    active = 0
+    for pid, cur in current.items():
+        prev = previous.get(pid)
+        if prev is None or cur.batches < prev.batches or cur.wait_s < prev.wait_s - 1e-9:
+            prev = LoaderCounters(pid=pid)
+        d_batches = cur.batches - prev.batches
+        d_wait = max(0.0, cur.wait_s - prev.wait_s)
+        d_step = max(0.0, cur.step_s - prev.step_s)
+        d_errors = max(0, cur.worker_errors - prev.worker_errors)
+        if d_batches or d_wait > 0 or d_step > 0 or d_errors:
+            active += 1
+            fig.batches += d_batches
+            fig.wait_s += d_wait
+            fig.step_s += d_step
+            fig.worker_errors += d_errors
+            if cur.num_workers is not None:
+                fig.num_workers = cur.num_workers
+                fig.pin_memory = cur.pin_memory
+                fig.persistent_workers = cur.persistent_workers
+                fig.prefetch_factor = cur.prefetch_factor
+    fig.processes = active
+    busy = fig.wait_s + fig.step_s
+    fig.wait_share = fig.wait_s / busy if busy > 0 else 0.0
+    fig.batches_s = fig.batches / elapsed_s if elapsed_s > 0 else 0.0
+    return fig
+
+
+class LoaderCollector:
+    """Reads every `loader-<pid>.json` in the state directory once per interval."""
+
+    def __init__(
+        self,
+        directory: Path | None = None,
+        read: Callable[[Path], dict[int, LoaderCounters]] = loader_state.read_states,
+    ) -> None:
+        self.directory = directory if directory is not None else loader_state.state_dir()
+        self._read = read
+        self._previous: dict[int, LoaderCounters] = {}
+
+    def start(self) -> None:
+        # what was there before the monitor started is history, not this interval's work
+        self._previous = self._read(self.directory)
+
+    def fill(self, record: IntervalRecord) -> None:
+        current = self._read(self.directory)
+        record.loader = interval_figures(self._previous, current, record.elapsed_s)
+        # keep departed processes out of the next sum, and their history out of memory
+        self._previous = current
+
+    def stop(self) -> None:
+        pass

@@ -1,0 +1,200 @@
+"""Who reads how much: the training command's process tree (DataLoader workers included).
+
+The root PID comes from `--pid-file` (/run/pytorch-cuda/train.pid in the image). Per process:
+`read_bytes` (what the storage layer fetched for it, /proc/PID/io) and `rchar` (every read()
+byte, page-cache hits included), as rates over the measured interval, plus CPU % of one core.
+Rates are pure functions of two snapshots; only `ProcsCollector` talks to psutil.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from diskinfo import loader_state
+from diskinfo.record import IntervalRecord, ProcessIO
+
+MAX_PROCESSES = 256
+ROLE_ORDER = {"launcher": 0, "main": 1, "worker": 2, "helper": 3, "child": 4}
+HELPER_MARKERS = ("resource_tracker", "forkserver", "semaphore_tracker")
+
+
+@dataclass(frozen=True)
+class ProcSnapshot:
+    pid: int
+    ppid: int
+    name: str
+    create_time: float
+    read_bytes: int
+    rchar: int
+    cpu_s: float  # user + system seconds
+    cmdline: str = ""
+
+    @property
+    def key(self) -> tuple[int, float]:
+        return (self.pid, self.create_time)  # a reused PID is a different process
+
+
+def parse_pid_file(text: str) -> int:
+    """The first token as a PID; ValueError for anything else."""
+    token = text.strip().split()[0] if text.strip() else ""
+    pid = int(token)
+    if pid <= 0:
+        raise ValueError(f"not a PID: {token!r}")
+    return pid
+
+
+def assign_roles(
+    procs: Iterable[ProcSnapshot], root: int, publishers: Iterable[int] = ()
+) -> dict[int, str]:
+    """Role per PID. "main": a process that publishes loader figures, else the first Python
+    process from the root down (else the root); "worker": children of a main process (DataLoader
+    workers), "helper" for multiprocessing's tracker processes; "launcher": the main's ancestors
+    (shell, torchrun); "child": everything else."""
+    procs = list(procs)
+    by_pid = {p.pid: p for p in procs}
+    children: dict[int, list[int]] = {}
+    for p in procs:
+        if p.pid != root:
+            children.setdefault(p.ppid, []).append(p.pid)
+    mains = {pid for pid in publishers if pid in by_pid}
+    if not mains:
+        order, queue = [], [root]
+        while queue:  # breadth first: the outermost Python process is the training script
+            pid = queue.pop(0)
+            order.append(pid)
+            queue.extend(sorted(children.get(pid, [])))
+        python = [pid for pid in order if "python" in by_pid[pid].name.lower()] if order else []
+        mains = {python[0] if python else root}
+    roles: dict[int, str] = {}
+    for main in mains:
+        roles[main] = "main"
+        for child in children.get(main, []):
+            if child in mains:
+                continue
+            helper = any(m in by_pid[child].cmdline for m in HELPER_MARKERS)
+            roles[child] = "helper" if helper else "worker"
+        parent = by_pid[main].ppid
+        while parent in by_pid and parent not in roles:
+            roles[parent] = "launcher"
+            if parent == root:
+                break
+            parent = by_pid[parent].ppid
+    for p in procs:
+        roles.setdefault(p.pid, "child")
+    return roles
+
+
+def process_rates(
+    previous: Mapping[tuple[int, float], ProcSnapshot],
+    current: Iterable[ProcSnapshot],
+    roles: Mapping[int, str],
+    elapsed_s: float,
+) -> list[ProcessIO]:
+    """Per-process read and CPU rates; a process new in this interval counts from its own
+    start only if it began during the interval, otherwise (first sight) its rate is 0."""
+    out: list[ProcessIO] = []
+    for cur in current:
+        prev = previous.get(cur.key)
+        io = ProcessIO(pid=cur.pid, name=cur.name, role=roles.get(cur.pid, "child"))
+        io.read_bytes_total = cur.read_bytes
+        if prev is not None and elapsed_s > 0:
+            io.read_mb_s = max(0, cur.read_bytes - prev.read_bytes) / 2**20 / elapsed_s
+            io.rchar_mb_s = max(0, cur.rchar - prev.rchar) / 2**20 / elapsed_s
+            io.cpu_percent = 100.0 * max(0.0, cur.cpu_s - prev.cpu_s) / elapsed_s
+        out.append(io)
+    out.sort(key=lambda p: (ROLE_ORDER.get(p.role, 9), -p.read_mb_s, p.pid))
+    return out
+
+
+def publishers(directory: Path) -> set[int]:
+    """PIDs that publish loader figures (from the state file names alone: cheap)."""
+    out: set[int] = set()
+    try:
+        for entry in directory.glob(f"{loader_state.FILE_PREFIX}*.json"):
+            stem = entry.stem[len(loader_state.FILE_PREFIX) :]
+            if stem.isdigit():
+                out.add(int(stem))
+    except OSError:
+        pass
+    return out
+
+
+def snapshot_tree(root: int) -> list[ProcSnapshot]:
+    """The root and all its descendants; processes that vanish mid-read are left out."""
+    try:
+        top = psutil.Process(root)
+        members = [top, *top.children(recursive=True)][:MAX_PROCESSES]
+    except psutil.Error:
+        return []
+    out = []
+    for proc in members:
+        try:
+            with proc.oneshot():
+                try:
+                    io = proc.io_counters()
+                    read_bytes, rchar = io.read_bytes, getattr(io, "read_chars", 0)
+                except (psutil.AccessDenied, AttributeError):
+                    read_bytes = rchar = 0
+                cpu = proc.cpu_times()
+                out.append(
+                    ProcSnapshot(
+                        pid=proc.pid,
+                        ppid=proc.ppid(),
+                        name=proc.name(),
+                        create_time=proc.create_time(),
+                        read_bytes=read_bytes,
+                        rchar=rchar,
+                        cpu_s=cpu.user + cpu.system,
+                        cmdline=" ".join(proc.cmdline())[:200],
+                    )
+                )
+        except psutil.Error:
+            continue
+    return out
+
+
+class ProcsCollector:
+    def __init__(self, pid_file: str | None, state_dir: Path | None = None) -> None:
+        self.pid_file = pid_file
+        self.state_dir = state_dir if state_dir is not None else loader_state.state_dir()
+        self._previous: dict[tuple[int, float], ProcSnapshot] = {}
+        self._said: set[str] = set()
+
+    def _once(self, record: IntervalRecord, message: str) -> None:
+        if message not in self._said:
+            self._said.add(message)
+            record.warnings.append(message)
+
+    def _root(self, record: IntervalRecord) -> int | None:
+        assert self.pid_file is not None
+        try:
+            return parse_pid_file(Path(self.pid_file).read_text())
+        except FileNotFoundError:
+            self._once(record, f"procs: no training PID in {self.pid_file} yet")
+        except (OSError, ValueError, IndexError) as exc:
+            self._once(record, f"procs: unreadable PID file {self.pid_file}: {exc}")
+        return None
+
+    def start(self) -> None:
+        pass
+
+    def fill(self, record: IntervalRecord) -> None:
+        if self.pid_file is None:
+            return
+        root = self._root(record)
+        if root is None:
+            self._previous = {}
+            return
+        tree = snapshot_tree(root)
+        if not tree:
+            self._once(record, f"procs: training PID {root} is not running")
+        roles = assign_roles(tree, root, publishers(self.state_dir))
+        record.procs = process_rates(self._previous, tree, roles, record.elapsed_s)
+        self._previous = {p.key: p for p in tree}
+
+    def stop(self) -> None:
+        pass

@@ -1,0 +1,110 @@
+"""The contract between a training process and the monitor: one small JSON file per process.
+
+The training process (through `diskinfo.torch`) rewrites `$DISKINFO_STATE_DIR/loader-<pid>.json`
+atomically (write a temporary file, then rename) at most every `PUBLISH_INTERVAL_S` seconds. The
+counters are cumulative since the process started and include the phase in progress, so they
+never go down while the process lives; the monitor takes deltas and sums them over files.
+Readers must ignore keys they do not know; writers may add keys, never rename them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+STATE_DIR_ENV = "DISKINFO_STATE_DIR"
+SCHEMA = "diskinfo.loader/1"
+PUBLISH_INTERVAL_S = 0.5
+FILE_PREFIX = "loader-"
+
+
+@dataclass
+class LoaderCounters:
+    """Cumulative figures of one training process (seconds from a monotonic clock)."""
+
+    pid: int
+    batches: int = 0
+    wait_s: float = 0.0  # time inside next(iterator): waiting for the next batch
+    step_s: float = 0.0  # time between batches: the training step
+    worker_errors: int = 0  # DataLoader worker deaths (Bus error, killed by signal, ...)
+    updated: float = 0.0  # wall-clock time of this snapshot (Unix seconds)
+    num_workers: int | None = None
+    pin_memory: bool | None = None
+    persistent_workers: bool | None = None
+    prefetch_factor: int | None = None
+
+
+def state_dir() -> Path:
+    """`$DISKINFO_STATE_DIR` (the image sets /run/diskinfo), else a per-user runtime dir."""
+    env = os.environ.get(STATE_DIR_ENV)
+    if env:
+        return Path(env)
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "diskinfo"
+    return Path(tempfile.gettempdir()) / f"diskinfo-{os.getuid()}"
+
+
+def encode(counters: LoaderCounters) -> str:
+    return json.dumps({"schema": SCHEMA, **asdict(counters)}, separators=(",", ":"))
+
+
+def decode(text: str) -> LoaderCounters:
+    """Parse one state file; ValueError for anything that is not a loader state."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("diskinfo.loader/"):
+        raise ValueError("not a diskinfo loader state")
+    names = {f.name for f in fields(LoaderCounters)}
+    try:
+        counters = LoaderCounters(**{k: v for k, v in data.items() if k in names})
+        counters.pid = int(counters.pid)
+        counters.batches = int(counters.batches)
+        counters.wait_s = float(counters.wait_s)
+        counters.step_s = float(counters.step_s)
+        counters.worker_errors = int(counters.worker_errors)
+        counters.updated = float(counters.updated)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"bad loader state: {exc}") from None
+    return counters
+
+
+def state_path(directory: Path, pid: int) -> Path:
+    return directory / f"{FILE_PREFIX}{pid}.json"
+
+
+def write_state(directory: Path, counters: LoaderCounters) -> None:
+    """Atomic rewrite: a reader sees the old file or the new one, never half of one."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{FILE_PREFIX}", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(encode(counters))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, state_path(directory, counters.pid))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_states(directory: Path) -> dict[int, LoaderCounters]:
+    """Every readable state file in `directory`; malformed or vanishing files are skipped."""
+    states: dict[int, LoaderCounters] = {}
+    try:
+        entries = list(directory.glob(f"{FILE_PREFIX}*.json"))
+    except OSError:
+        return states
+    for entry in entries:
+        try:
+            counters = decode(entry.read_text())
+        except (OSError, ValueError):
+            continue
+        states[counters.pid] = counters
+    return states

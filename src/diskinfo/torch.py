@@ -1,0 +1,204 @@
+"""Training-loop signal: how long the loop waits for the next batch vs. how long the step takes.
+
+Two lines in a training script::
+
+    import diskinfo.torch
+    loader = diskinfo.torch.watch(DataLoader(dataset, batch_size=64, num_workers=8))
+
+Time inside `next()` is data-wait, time between batches is the step: the input share of step
+time, as TensorFlow's input-pipeline analyser reports it. The loop itself only reads a clock
+twice per batch and swaps one tuple; a daemon thread publishes the cumulative figures to
+`$DISKINFO_STATE_DIR/loader-<pid>.json` (see `diskinfo.loader_state`) for the monitor, so the
+training loop never writes a file. Works with any iterable; torch is not imported here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from diskinfo import loader_state
+from diskinfo.loader_state import LoaderCounters
+
+T = TypeVar("T")
+
+# Messages of DataLoader worker deaths (a too-small /dev/shm ends in SIGBUS: "Bus error").
+WORKER_DEATH_MARKERS = (
+    "killed by signal",
+    "exited unexpectedly",
+    "bus error",
+    "shared memory",
+    "unable to open shared memory",
+)
+
+_WAIT = 1
+_STEP = 2
+
+
+def is_worker_death(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, (RuntimeError, OSError)) and any(m in text for m in WORKER_DEATH_MARKERS)
+
+
+class _Meter:
+    """Process-wide counters; the loop swaps one immutable tuple, the publisher only reads it."""
+
+    def __init__(self, directory: Path, interval: float = loader_state.PUBLISH_INTERVAL_S) -> None:
+        self.pid = os.getpid()
+        self.directory = directory
+        self.interval = interval
+        # (batches, wait_s, step_s, worker_errors, phase, phase_start)
+        self.state: tuple[int, float, float, int, int, float] = (0, 0.0, 0.0, 0, 0, 0.0)
+        self.settings: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._broken = False
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # --- called by the training loop: keep these cheap ---
+    def begin_wait(self) -> None:
+        now = time.perf_counter()
+        b, w, s, e, phase, start = self.state
+        if phase == _STEP:
+            s += now - start
+        elif phase == _WAIT:
+            w += now - start
+        self.state = (b, w, s, e, _WAIT, now)
+
+    def got_batch(self) -> None:
+        now = time.perf_counter()
+        b, w, s, e, phase, start = self.state
+        if phase == _WAIT:
+            w += now - start
+        self.state = (b + 1, w, s, e, _STEP, now)
+
+    def idle(self) -> None:
+        """Close the phase in progress: the loop left the iterator (end of epoch, break)."""
+        now = time.perf_counter()
+        b, w, s, e, phase, start = self.state
+        if phase == _STEP:
+            s += now - start
+        elif phase == _WAIT:
+            w += now - start
+        self.state = (b, w, s, e, 0, now)
+
+    def worker_died(self) -> None:
+        b, w, s, e, phase, start = self.state
+        self.state = (b, w, s, e + 1, phase, start)
+        self.publish()
+
+    # --- publishing (daemon thread, atexit, errors) ---
+    def snapshot(self) -> LoaderCounters:
+        b, w, s, e, phase, start = self.state
+        open_s = time.perf_counter() - start if phase else 0.0
+        return LoaderCounters(
+            pid=self.pid,
+            batches=b,
+            wait_s=w + open_s if phase == _WAIT else w,
+            step_s=s + open_s if phase == _STEP else s,
+            worker_errors=e,
+            updated=time.time(),
+            **self.settings,
+        )
+
+    def publish(self) -> None:
+        if self._broken or os.getpid() != self.pid:
+            return
+        with self._lock:
+            try:
+                loader_state.write_state(self.directory, self.snapshot())
+            except OSError as exc:
+                self._broken = True
+                print(
+                    f"diskinfo.torch: cannot publish loader figures to {self.directory}: "
+                    f"{exc.strerror or exc}; training continues unmeasured",
+                    file=sys.stderr,
+                )
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="diskinfo-loader", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.publish()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.publish()
+
+
+_meter_lock = threading.Lock()
+_meter: _Meter | None = None
+
+
+def meter() -> _Meter:
+    """This process's meter (a forked child gets its own, never its parent's)."""
+    global _meter
+    with _meter_lock:
+        if _meter is None or _meter.pid != os.getpid():
+            _meter = _Meter(loader_state.state_dir())
+        return _meter
+
+
+def _settings_of(loader: Any) -> dict[str, Any]:
+    """DataLoader knobs the verdicts refer to; None for a plain iterable."""
+    workers = getattr(loader, "num_workers", None)
+    if not isinstance(workers, int):
+        return {}
+    prefetch = getattr(loader, "prefetch_factor", None)
+    return {
+        "num_workers": workers,
+        "pin_memory": bool(getattr(loader, "pin_memory", False)),
+        "persistent_workers": bool(getattr(loader, "persistent_workers", False)),
+        "prefetch_factor": prefetch if isinstance(prefetch, int) else None,
+    }
+
+
+class WatchedLoader(Generic[T]):
+    """Iterates like the wrapped loader; every other attribute is the wrapped loader's."""
+
+    def __init__(self, loader: Iterable[T]) -> None:
+        self.loader = loader
+
+    def __iter__(self) -> Iterator[T]:
+        m = meter()
+        m.settings = _settings_of(self.loader)
+        m.start()
+        m.begin_wait()
+        try:
+            iterator = iter(self.loader)
+            while True:
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    return
+                except Exception as exc:
+                    if is_worker_death(exc):
+                        m.worker_died()
+                    raise
+                m.got_batch()
+                yield batch
+                m.begin_wait()
+        finally:
+            m.idle()
+
+    def __len__(self) -> int:
+        return len(self.loader)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["loader"], name)
+
+
+def watch(loader: Iterable[T]) -> WatchedLoader[T]:
+    """Wrap a DataLoader (or any iterable) so its data-wait reaches the diskinfo monitor."""
+    return WatchedLoader(loader)

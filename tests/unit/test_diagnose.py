@@ -1,0 +1,257 @@
+"""Verdicts: one per interval, from the figures the collectors filled, with evidence and fixes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diskinfo import diagnose as dg
+from diskinfo.baseline import DeviceBaseline
+from diskinfo.record import (
+    DeviceFigures,
+    GpuFigures,
+    HostFigures,
+    IntervalRecord,
+    LoaderFigures,
+    ProcessIO,
+)
+
+BASE = {"nvme0n1": DeviceBaseline("nvme0n1", seq_read_mb_s=1000.0, rand_read_iops=20000.0)}
+
+
+def loader(share, workers=0, errors=0, elapsed=5.0, pin=False):
+    busy = elapsed * 0.99
+    return LoaderFigures(
+        batches=100,
+        wait_s=busy * share,
+        step_s=busy * (1 - share),
+        wait_share=share,
+        processes=1,
+        num_workers=workers,
+        pin_memory=pin,
+        persistent_workers=False,
+        worker_errors=errors,
+    )
+
+
+def disk(**kw):
+    return DeviceFigures(device="nvme0n1", paths=["/workspace/data"], **kw)
+
+
+def host(busy=20.0, iowait=0.0, dataset=None, available=20000.0, shm=16384.0):
+    return HostFigures(
+        cpu_busy=busy,
+        cpu_iowait=iowait,
+        cpu_count=16,
+        page_cache_mb=1000.0,
+        mem_total_mb=32000.0,
+        mem_available_mb=available,
+        dataset_mb=dataset,
+        shm_total_mb=shm,
+    )
+
+
+def rec(**kw):
+    kw.setdefault("devices", [disk()])
+    kw.setdefault("cpu", host())
+    return IntervalRecord(ts=0.0, elapsed_s=5.0, **kw)
+
+
+def test_small_file_random_reads():
+    v = dg.decide(
+        rec(
+            loader=loader(0.6), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, r_await=0.9, util=88)]
+        ),
+        BASE,
+    )
+    assert v.verdict == dg.INPUT_SMALL_FILES and v.severity == "high"
+    assert v.input_share == pytest.approx(0.6)
+    assert "data-wait 60% of step time" in v.evidence[0]
+    assert any("num_workers=0" in f for f in v.fixes)
+    assert any("diskinfo pack" in f for f in v.fixes)
+
+
+def test_disk_at_its_measured_bandwidth():
+    v = dg.decide(
+        rec(
+            loader=loader(0.5, workers=8),
+            devices=[disk(r_s=900, rmb_s=900, rareq_sz=1024, aqu_sz=8, util=99)],
+        ),
+        BASE,
+    )
+    assert v.verdict == dg.INPUT_DISK
+    assert "90% of the measured bandwidth" in v.summary
+    assert any("faster local storage" in f for f in v.fixes)
+
+
+def test_cpu_saturated_with_a_quiet_disk():
+    v = dg.decide(
+        rec(
+            loader=loader(0.4, workers=2),
+            cpu=host(busy=97),
+            procs=[ProcessIO(pid=2, name="python", role="worker", cpu_percent=99)],
+        ),
+        BASE,
+    )
+    assert v.verdict == dg.INPUT_CPU
+    assert v.fixes[0].startswith("raise DataLoader num_workers=2 to num_workers=8")
+    assert any("pin_memory=True" in f for f in v.fixes)
+
+
+def test_nvme_util_at_100_far_below_bandwidth_is_not_blamed_on_the_disk():
+    # %util saturates with one request always in flight; the device could do far more
+    v = dg.decide(
+        rec(
+            loader=loader(0.5, workers=4),
+            cpu=host(busy=96),
+            devices=[disk(r_s=800, rmb_s=200, rareq_sz=256, r_await=0.3, aqu_sz=1, util=100)],
+        ),
+        BASE,
+    )
+    assert v.verdict == dg.INPUT_CPU
+
+
+def test_compute_bound():
+    gpu = GpuFigures(index=0, util_mean=97, util_min=90, util_max=100, samples=50)
+    v = dg.decide(rec(loader=loader(0.02, workers=8), gpus=[gpu]), BASE)
+    assert v.verdict == dg.COMPUTE_BOUND and v.severity == "none"
+    assert "autocast" in v.fixes[0]
+
+
+@pytest.mark.parametrize(
+    ("idle", "pulsing", "expected"),
+    [(0.0, 0.0, dg.COMPUTE_BOUND), (0.4, 0.8, dg.INPUT_CPU)],
+)
+def test_moderate_share_depends_on_the_gpu(idle, pulsing, expected):
+    gpu = GpuFigures(index=0, util_mean=60, idle_fraction=idle, pulsing=pulsing, samples=50)
+    v = dg.decide(rec(loader=loader(0.10, workers=4), gpus=[gpu]), BASE)
+    assert v.verdict == expected and v.severity == "moderate"
+
+
+def test_xprof_split():
+    assert [dg.severity_of(x) for x in (0.0, 0.049, 0.05, 0.199, 0.2, 1.0)] == [
+        "none",
+        "none",
+        "moderate",
+        "moderate",
+        "high",
+        "high",
+    ]
+
+
+def test_idle_when_the_loop_runs_no_step():
+    idle_loader = LoaderFigures(processes=0)
+    gpu = GpuFigures(index=0, util_mean=0, idle_fraction=1.0, samples=50)
+    assert dg.decide(rec(loader=idle_loader, gpus=[gpu]), BASE).verdict == dg.IDLE
+    assert dg.decide(rec(loader=idle_loader), BASE).verdict == dg.IDLE
+
+
+def test_no_loop_figures_gpu_pulsing_and_disk_busy_is_input_bound_inferred():
+    gpu = GpuFigures(index=0, util_mean=45, idle_fraction=0.5, pulsing=0.9, bursts=5, samples=50)
+    v = dg.decide(rec(gpus=[gpu], devices=[disk(r_s=3000, rmb_s=950, rareq_sz=320, util=99)]), BASE)
+    assert v.verdict == dg.INPUT_DISK and v.input_share is None
+    assert "inferred from the GPU" in v.summary
+
+
+def test_no_loop_and_no_gpu():
+    busy = dg.decide(rec(devices=[disk(r_s=3000, rmb_s=950, util=99)]), BASE)
+    quiet = dg.decide(rec(cpu=host(busy=3)), BASE)
+    assert busy.verdict == dg.UNKNOWN and "diskinfo.torch.watch" in busy.summary
+    assert quiet.verdict == dg.IDLE
+
+
+def test_worker_deaths_with_small_shm_name_the_fix_first():
+    v = dg.decide(rec(loader=loader(0.9, workers=4, errors=2), cpu=host(shm=64)), BASE)
+    assert v.fixes[0] == dg.SHM_FIX and "--shm-size=16g" in v.summary
+    assert "--ipc=host" in v.fixes[0] and "64 MB" in v.evidence[0]
+    big = dg.decide(rec(loader=loader(0.9, workers=4, errors=2), cpu=host(shm=16384)), BASE)
+    assert dg.SHM_FIX not in big.fixes
+
+
+def test_preload_first_when_the_dataset_fits_in_ram():
+    fits = rec(
+        loader=loader(0.6),
+        cpu=host(dataset=2000, available=20000),
+        devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)],
+    )
+    v = dg.decide(fits, BASE)
+    assert v.fixes[0].startswith("the dataset (2.0 GB) fits in RAM")
+    big = rec(
+        loader=loader(0.6),
+        cpu=host(dataset=200000, available=20000),
+        devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)],
+    )
+    assert "fits in RAM" not in dg.decide(big, BASE).fixes[0]
+
+
+def test_without_baseline_small_files_use_the_absolute_floor():
+    v = dg.decide(
+        rec(loader=loader(0.6), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)]), {}
+    )
+    assert v.verdict == dg.INPUT_SMALL_FILES
+
+
+def test_sustained_await_warns_after_three_minutes_and_resets():
+    diag = dg.Diagnoser(BASE)
+    slow = rec(loader=loader(0.5), devices=[disk(r_s=100, rmb_s=50, r_await=80, util=60)])
+    slow.elapsed_s = 60.0
+    results = [diag(slow) for _ in range(3)]
+    assert [bool(r.warnings) for r in results] == [False, False, True]
+    assert "await 80 ms above 50 ms for 3.0 min" in results[2].warnings[0]
+    ok = rec(loader=loader(0.5), devices=[disk(r_s=100, rmb_s=50, r_await=2, util=60)])
+    ok.elapsed_s = 60.0
+    assert not diag(ok).warnings
+    assert not diag(slow).warnings  # the clock starts again
+
+
+def test_sustained_util_and_low_bandwidth_while_input_bound():
+    diag = dg.Diagnoser(lambda: BASE)
+    r = rec(loader=loader(0.6), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=99)])
+    r.elapsed_s = 30.0
+    first, second = diag(r), diag(r)
+    assert not first.warnings
+    assert any("%util above 95% for 60 s" in w for w in second.warnings)
+    assert any("under 30% of its measured 1000 MB/s" in w for w in second.warnings)
+
+
+finite = st.floats(0, 1e6, allow_nan=False)
+
+
+@settings(max_examples=200)
+@given(
+    share=st.floats(0, 1),
+    util=st.floats(0, 100),
+    r_s=finite,
+    rmb=finite,
+    rq=finite,
+    aw=finite,
+    busy=st.floats(0, 100),
+    idle=st.floats(0, 1),
+    has_gpu=st.booleans(),
+    has_loader=st.booleans(),
+)
+def test_decide_always_gives_one_known_verdict(
+    share, util, r_s, rmb, rq, aw, busy, idle, has_gpu, has_loader
+):
+    gpus = (
+        [GpuFigures(index=0, util_mean=100 * (1 - idle), idle_fraction=idle)] if has_gpu else None
+    )
+    r = rec(
+        loader=loader(share) if has_loader else None,
+        gpus=gpus,
+        cpu=host(busy=busy),
+        devices=[disk(r_s=r_s, rmb_s=rmb, rareq_sz=rq, r_await=aw, util=util)],
+    )
+    v = dg.decide(r, BASE)
+    assert v.verdict in {
+        dg.INPUT_DISK,
+        dg.INPUT_CPU,
+        dg.INPUT_SMALL_FILES,
+        dg.COMPUTE_BOUND,
+        dg.IDLE,
+        dg.UNKNOWN,
+    }
+    assert v.summary and v.evidence
+    if v.verdict.startswith("input-bound"):
+        assert v.fixes

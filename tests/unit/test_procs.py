@@ -1,0 +1,147 @@
+"""The training command's process tree: roles and per-process read rates."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from diskinfo import loader_state
+from diskinfo.collectors.procs import (
+    ProcsCollector,
+    ProcSnapshot,
+    assign_roles,
+    parse_pid_file,
+    process_rates,
+)
+from diskinfo.record import IntervalRecord
+
+
+def snap(pid, ppid, name, read=0, rchar=0, cpu=0.0, cmd="", born=1.0):
+    return ProcSnapshot(pid, ppid, name, born, read, rchar, cpu, cmd)
+
+
+TREE = [
+    snap(10, 1, "bash"),
+    snap(11, 10, "python3", cmd="python3 train.py"),
+    snap(12, 11, "python3", cmd="python3 train.py"),
+    snap(13, 11, "python3", cmd="python3 train.py"),
+    snap(14, 11, "python3", cmd="python3 -c from multiprocessing.resource_tracker import main"),
+    snap(15, 10, "tee"),
+]
+
+
+def test_roles_from_the_outermost_python_process():
+    roles = assign_roles(TREE, root=10)
+    assert roles == {
+        10: "launcher",
+        11: "main",
+        12: "worker",
+        13: "worker",
+        14: "helper",
+        15: "child",
+    }
+
+
+def test_roles_prefer_the_processes_that_publish_loader_figures():
+    ddp = [
+        snap(20, 1, "torchrun"),
+        snap(21, 20, "python"),
+        snap(22, 20, "python"),
+        snap(23, 21, "python"),
+        snap(24, 22, "python"),
+    ]
+    roles = assign_roles(ddp, root=20, publishers=[21, 22, 999])
+    assert roles == {20: "launcher", 21: "main", 22: "main", 23: "worker", 24: "worker"}
+
+
+def test_rates_and_pid_reuse():
+    prev = {
+        p.key: p
+        for p in [
+            snap(11, 10, "python3", read=0, rchar=0, cpu=1.0),
+            snap(12, 11, "python3", read=2**20, born=1.0),
+        ]
+    }
+    cur = [
+        snap(11, 10, "python3", read=2**21, rchar=2**22, cpu=2.0),
+        snap(12, 11, "python3", read=0, born=5.0),
+    ]  # same PID, a different process
+    out = process_rates(prev, cur, {11: "main", 12: "worker"}, elapsed_s=2.0)
+    main = next(p for p in out if p.pid == 11)
+    assert main.read_mb_s == pytest.approx(1.0) and main.rchar_mb_s == pytest.approx(2.0)
+    assert main.cpu_percent == pytest.approx(50.0)
+    worker = next(p for p in out if p.pid == 12)
+    assert worker.read_mb_s == 0.0 and worker.role == "worker"
+
+
+@pytest.mark.parametrize("text", ["", "abc", "-3", "0"])
+def test_bad_pid_files(text):
+    with pytest.raises((ValueError, IndexError)):
+        parse_pid_file(text)
+
+
+def test_pid_file_with_newline():
+    assert parse_pid_file("1234\n") == 1234
+
+
+READER = r"""
+import os, sys, time
+path = sys.argv[1]
+pids = []
+for _ in range(2):
+    pid = os.fork()
+    if pid == 0:
+        deadline = time.time() + 6
+        while time.time() < deadline:
+            with open(path, "rb") as f:
+                while f.read(1 << 20):
+                    pass
+        os._exit(0)
+    pids.append(pid)
+print("ready", flush=True)
+for pid in pids:
+    os.waitpid(pid, 0)
+"""
+
+
+def test_a_real_tree_of_readers(tmp_path):
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"x" * (8 << 20))
+    proc = subprocess.Popen([sys.executable, "-c", READER, str(data)], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == b"ready"
+        pid_file = tmp_path / "train.pid"
+        pid_file.write_text(f"{proc.pid}\n")
+        collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+        collector.fill(IntervalRecord(ts=0, elapsed_s=1.0))
+        t0 = time.monotonic()
+        time.sleep(1.0)
+        record = IntervalRecord(ts=0, elapsed_s=time.monotonic() - t0)
+        collector.fill(record)
+    finally:
+        proc.kill()
+        proc.wait()
+    roles = sorted(p.role for p in record.procs)
+    assert roles == ["main", "worker", "worker"]
+    workers = [p for p in record.procs if p.role == "worker"]
+    # page-cache reads: rchar moves, read_bytes (the storage layer) need not
+    assert all(p.rchar_mb_s > 5 for p in workers), record.procs
+    assert all(p.cpu_percent > 1 for p in workers)
+
+
+def test_missing_pid_file_is_said_once(tmp_path):
+    collector = ProcsCollector(str(tmp_path / "nope.pid"), state_dir=tmp_path)
+    records = [IntervalRecord(ts=0, elapsed_s=1.0) for _ in range(3)]
+    for r in records:
+        collector.fill(r)
+    assert [len(r.warnings) for r in records] == [1, 0, 0] and not records[2].procs
+
+
+def test_no_pid_file_option_means_no_process_figures(tmp_path):
+    record = IntervalRecord(ts=0, elapsed_s=1.0)
+    ProcsCollector(None, state_dir=tmp_path).fill(record)
+    assert record.procs == [] and not record.warnings
+    assert loader_state.FILE_PREFIX == "loader-"

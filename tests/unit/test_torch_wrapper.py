@@ -1,0 +1,142 @@
+"""diskinfo.torch: data-wait vs. step time, published for the monitor, worker deaths counted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+import diskinfo.torch as dt
+from diskinfo import loader_state
+
+
+@pytest.fixture
+def state(monkeypatch, tmp_path):
+    monkeypatch.setenv(loader_state.STATE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(dt, "_meter", None)
+    yield tmp_path
+    if dt._meter is not None:
+        dt._meter.close()
+
+
+def slow_iterable(n: int, fetch_s: float):
+    for i in range(n):
+        time.sleep(fetch_s)
+        yield i
+
+
+def test_wait_and_step_are_told_apart(state):
+    batches = []
+    for batch in dt.watch(slow_iterable(10, 0.03)):
+        time.sleep(0.01)  # the "step"
+        batches.append(batch)
+    assert batches == list(range(10))
+    snap = dt.meter().snapshot()
+    assert snap.batches == 10
+    share = snap.wait_s / (snap.wait_s + snap.step_s)
+    assert 0.65 < share < 0.85, share  # 0.03 / 0.04 = 0.75
+
+
+def test_figures_reach_the_state_dir(state):
+    for _ in dt.watch(range(5)):
+        time.sleep(0.01)
+    dt.meter().close()
+    states = loader_state.read_states(state)
+    assert list(states) == [os.getpid()]
+    assert states[os.getpid()].batches == 5
+    assert states[os.getpid()].step_s >= 0.04
+
+
+def test_a_long_wait_in_progress_is_published_before_it_ends(state):
+    def stuck():
+        yield 0
+        time.sleep(1.5)
+        yield 1
+
+    it = iter(dt.watch(stuck()))
+    next(it)
+    t0 = time.time()
+    m = dt.meter()
+    import threading
+
+    result = {}
+    th = threading.Thread(target=lambda: result.setdefault("b", next(it)))
+    th.start()
+    time.sleep(1.0)
+    during = loader_state.read_states(state)[os.getpid()]
+    th.join()
+    assert during.updated >= t0 and during.batches == 1
+    assert during.wait_s >= 0.5  # the open wait phase is already counted
+    assert m.snapshot().wait_s >= 1.4
+
+
+def test_len_and_attributes_pass_through(state):
+    class Loader(list):
+        dataset = "the dataset"
+
+    wrapped = dt.watch(Loader([1, 2, 3]))
+    assert len(wrapped) == 3 and wrapped.dataset == "the dataset"
+
+
+def test_break_closes_the_step_phase(state):
+    for i in dt.watch(range(100)):
+        if i == 3:
+            break
+    before = dt.meter().snapshot()
+    time.sleep(0.05)
+    after = dt.meter().snapshot()
+    assert after.step_s == pytest.approx(before.step_s)  # time after the loop is not a step
+
+
+def test_worker_death_message_is_counted_and_reraised(state):
+    def dying():
+        yield 1
+        raise RuntimeError("DataLoader worker (pid 1234) is killed by signal: Bus error. ")
+
+    with pytest.raises(RuntimeError, match="Bus error"):
+        for _ in dt.watch(dying()):
+            pass
+    assert dt.meter().snapshot().worker_errors == 1
+    assert loader_state.read_states(state)[os.getpid()].worker_errors == 1
+
+
+def test_dataset_bug_is_not_a_worker_death(state):
+    def buggy():
+        raise KeyError("missing sample")
+        yield
+
+    with pytest.raises(KeyError):
+        for _ in dt.watch(buggy()):
+            pass
+    assert dt.meter().snapshot().worker_errors == 0
+
+
+class _SigbusDataset:
+    """Kills its DataLoader worker the way a full 64 MB /dev/shm does: SIGBUS."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        if index == 4:
+            os.kill(os.getpid(), signal.SIGBUS)
+        return index
+
+
+def test_real_dataloader_settings_and_a_real_bus_error(state):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    loader = dt.watch(DataLoader(list(range(6)), batch_size=2))
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3], [4, 5]]
+    snap = dt.meter().snapshot()
+    assert snap.num_workers == 0 and snap.pin_memory is False
+
+    dying = dt.watch(DataLoader(_SigbusDataset(), batch_size=1, num_workers=1))
+    with pytest.raises(RuntimeError, match=r"(?i)bus error|killed by signal"):
+        for _ in dying:
+            pass
+    assert dt.meter().snapshot().worker_errors == 1
+    assert torch is not None
