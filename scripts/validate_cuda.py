@@ -969,14 +969,17 @@ def gpu_checks(
     caps = [tuple(torch.cuda.get_device_capability(i)) for i in range(count)]
     labels = [f"{name} (sm_{c[0]}{c[1]})" for name, c in zip(names, caps, strict=True)]
     add(judge_cuda_available(available, labels, torch.__version__, torch_cuda, note))
+    needs_gpu = "needs a working CUDA device (see cuda_available)"
     if available and count:
         add(judge_gpu_arch(caps, names, torch.cuda.get_arch_list()))
+    else:
+        add(CheckResult("gpu_arch", SKIP, needs_gpu))
     add(judge_cuda_version(torch_cuda, torch.__version__, *expected))
     if not (available and count):
         done = {r.name for r in results}
         for name in GPU_CHECKS:
             if name not in done:
-                add(CheckResult(name, SKIP, "needs a working CUDA device (see cuda_available)"))
+                add(CheckResult(name, SKIP, needs_gpu))
         return results
     add(guarded("cudnn_conv2d", lambda: check_cudnn(torch, args.inject_fault == "conv")))
     add(
