@@ -16,7 +16,8 @@ FROM ${BASE_IMAGE} AS os
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG DEBIAN_FRONTEND=noninteractive
 # apt trusts the optional CA secret too; nothing of it, nor apt's caches, stays in a layer.
-# gcc, libc6-dev and python3-dev: Triton compiles a small launcher at run time (torch.compile).
+# gcc, g++, libc6-dev and python3-dev: torch.compile needs them at run time (Triton compiles a
+# small launcher on GPUs, inductor compiles C++ kernels on the CPU).
 RUN --mount=type=cache,id=apt-cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,id=apt-lists,target=/var/lib/apt/lists,sharing=locked \
     --mount=type=secret,id=ca_bundle,required=false \
@@ -25,7 +26,7 @@ RUN --mount=type=cache,id=apt-cache,target=/var/cache/apt,sharing=locked \
     && apt-get "${ca[@]}" update \
     && apt-get "${ca[@]}" install -y --no-install-recommends \
         ca-certificates curl git less procps openssh-server openssh-client \
-        python3 python3-venv python3-dev gcc libc6-dev \
+        python3 python3-venv python3-dev gcc g++ libc6-dev \
     && rm -f /etc/ssh/ssh_host_*_key /etc/ssh/ssh_host_*_key.pub
 
 ENV VIRTUAL_ENV=/opt/venv \
