@@ -76,8 +76,10 @@ def consumer() -> tuple[int, int, int, int]:
 class ShardDataset(torch.utils.data.IterableDataset):
     """Samples of a packed dataset. `source`: a `diskinfo pack` DEST (or its manifest.json),
     or a list of tar paths. rank/world_size default to torch.distributed, then to the RANK
-    and WORLD_SIZE variables torchrun sets. `shuffle_shards` reshuffles the shard order per
-    epoch (call `set_epoch` before each epoch; every rank must use the same seed)."""
+    and WORLD_SIZE variables torchrun sets. `shuffle_shards` reshuffles the shard order each
+    epoch, the same on every rank for one seed: the epoch is the last `set_epoch` plus the
+    passes made since, so persistent workers (whose copies never see `set_epoch`) move on by
+    themselves; without persistent workers call `set_epoch` before each epoch."""
 
     def __init__(
         self,
@@ -105,16 +107,16 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.transform = transform
         self.shuffle_shards = shuffle_shards
         self.seed = seed
-        self.epoch = 0
+        self.epoch = self.passes = 0
         self.rank, self.world_size = rank, world_size
 
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+        self.epoch, self.passes = epoch, 0
 
     def shard_order(self) -> list[str]:
         order = list(self.shards)
         if self.shuffle_shards:
-            random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
+            random.Random(self.seed * 1_000_003 + self.epoch + self.passes).shuffle(order)
         return order
 
     def __iter__(self) -> Iterator[Any]:
@@ -123,6 +125,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
             rank, world = self.rank, self.world_size  # type: ignore[assignment]
         me, consumers = rank * workers + worker, world * workers
         order = self.shard_order()
+        self.passes += 1
         if len(order) >= consumers:
             picked = (s for path in order[me::consumers] for s in read_shard(path))
         else:

@@ -89,6 +89,17 @@ def test_shuffled_shards_per_epoch_same_on_every_rank(packed) -> None:
     assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
 
 
+def test_persistent_workers_reshuffle_by_themselves(packed) -> None:
+    dest, files = packed
+    ds = ShardDataset(dest, shuffle_shards=True, seed=1)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=None, num_workers=2, persistent_workers=True
+    )
+    epochs = [[s["__key__"] for s in loader] for _ in range(2)]
+    assert epochs[0] != epochs[1]
+    assert Counter(epochs[0]) == Counter(epochs[1]) == Counter(files.keys())
+
+
 def test_contents_and_transform(packed) -> None:
     dest, files = packed
     ds = ShardDataset(dest, transform=lambda s: (s["__key__"], s["png"], int(s["cls"])))
