@@ -47,7 +47,8 @@ SPECS: dict[str, Spec] = {}
 
 
 def _spec(name: str, kind: str, help: str, labels: tuple[str, ...] = (), group: str = "") -> str:
-    assert name not in SPECS, name
+    family = name.removesuffix("_total")  # a counter's family name must not be a gauge's
+    assert all(family != n.removesuffix("_total") for n in SPECS), name
     assert (kind == "counter") == name.endswith("_total"), name
     SPECS[name] = Spec(name, kind, help, labels, group)
     return name
@@ -191,10 +192,10 @@ NFS_GAUGES: dict[str, tuple[str, float, str]] = {
     "write_bytes_s": ("diskinfo_nfs_written_bytes_per_second", 1, "Bytes written per second"),
     "read_ops_s": ("diskinfo_nfs_read_operations_per_second", 1, "READs per second"),
     "write_ops_s": ("diskinfo_nfs_write_operations_per_second", 1, "WRITEs per second"),
-    "read_rtt_ms": ("diskinfo_nfs_read_rtt_seconds", 1e-3, "Mean READ round-trip time"),
-    "write_rtt_ms": ("diskinfo_nfs_write_rtt_seconds", 1e-3, "Mean WRITE round-trip time"),
-    "read_exe_ms": ("diskinfo_nfs_read_execute_seconds", 1e-3, "Mean READ execute time"),
-    "write_exe_ms": ("diskinfo_nfs_write_execute_seconds", 1e-3, "Mean WRITE execute time"),
+    "read_rtt_ms": ("diskinfo_nfs_read_rtt_mean_seconds", 1e-3, "Mean READ round-trip time"),
+    "write_rtt_ms": ("diskinfo_nfs_write_rtt_mean_seconds", 1e-3, "Mean WRITE round-trip time"),
+    "read_exe_ms": ("diskinfo_nfs_read_execute_mean_seconds", 1e-3, "Mean READ execute time"),
+    "write_exe_ms": ("diskinfo_nfs_write_execute_mean_seconds", 1e-3, "Mean WRITE execute time"),
     "retrans": ("diskinfo_nfs_interval_retransmissions", 1, "Retransmissions"),
 }
 for _name, _f, _help in NFS_GAUGES.values():

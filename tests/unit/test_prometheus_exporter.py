@@ -1,0 +1,342 @@
+"""The exporter's /metrics and /status over real HTTP, parsed with prometheus_client's parser."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from diskinfo.errors import UserError
+from diskinfo.record import (
+    DeviceFigures,
+    GpuFigures,
+    HostFigures,
+    IntervalRecord,
+    LoaderFigures,
+    NfsFigures,
+    ProcessIO,
+    Verdict,
+)
+from diskinfo.sinks.prometheus import SPECS, PrometheusSink, markdown_table
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "s3cr3t-T0KEN-4f9a"  # planted wherever a careless exporter might copy text from
+
+DISKSTATS = {  # raw kernel values, as collectors.disk.counters_of gives them
+    "rd_ios": 1000,
+    "rd_merges": 10,
+    "rd_sectors": 2048,
+    "rd_ticks": 1500,
+    "wr_ios": 500,
+    "wr_merges": 5,
+    "wr_sectors": 4096,
+    "wr_ticks": 250,
+    "io_ticks": 9000,
+    "rq_ticks": 12000,
+    "dc_ios": 3,
+    "dc_merges": 0,
+    "dc_sectors": 16,
+    "dc_ticks": 7,
+    "fl_ios": 40,
+    "fl_ticks": 80,
+}
+
+
+def full_record(**over) -> IntervalRecord:
+    """A record with every part filled, so every declared metric has something to show."""
+    rec = IntervalRecord(
+        ts=time.time(),
+        elapsed_s=2.0,
+        host="node-1",
+        devices=[
+            DeviceFigures(
+                "nvme0n1",
+                paths=["/workspace/data", "/workspace/ckpt"],
+                r_s=100.0,
+                w_s=20.0,
+                rmb_s=50.0,
+                wmb_s=2.0,
+                rrqm_s=1.0,
+                wrqm_s=2.0,
+                r_await=4.0,
+                w_await=1.0,
+                aqu_sz=0.7,
+                rareq_sz=512.0,
+                wareq_sz=100.0,
+                util=97.0,
+                in_flight=3,
+                d_s=0.5,
+                dmb_s=0.1,
+                drqm_s=0.0,
+                d_await=2.0,
+                dareq_sz=4.0,
+                f_s=1.0,
+                f_await=0.5,
+                counters=dict(DISKSTATS),
+            )
+        ],
+        nfs=[
+            NfsFigures(
+                "/mnt/nas",
+                f"alice:{SECRET}@nas01",
+                read_bytes_s=1e6,
+                read_ops_s=10,
+                read_rtt_ms=3.0,
+                counters={
+                    "read_bytes": 10**9,
+                    "write_bytes": 5,
+                    "read_ops": 1000,
+                    "write_ops": 1,
+                    "read_rtt_ms": 3000,
+                    "write_rtt_ms": 1,
+                    "read_exe_ms": 3500,
+                    "write_exe_ms": 2,
+                    "retrans": 4,
+                },
+            )
+        ],
+        gpus=[
+            GpuFigures(
+                0,
+                "NVIDIA H200",
+                util_mean=40.0,
+                util_min=0.0,
+                util_max=100.0,
+                idle_fraction=0.5,
+                pulsing=0.6,
+                mem_used_mb=1024,
+                mem_total_mb=143771,
+                pcie_rx_mb_s=100,
+                pcie_tx_mb_s=1,
+                power_w=300,
+                samples=20,
+            )
+        ],
+        cpu=HostFigures(
+            cpu_busy=50,
+            cpu_iowait=10,
+            cpu_count=16,
+            page_cache_mb=100,
+            mem_total_mb=1000,
+            mem_available_mb=500,
+            dataset_mb=2000,
+            shm_total_mb=64,
+        ),
+        procs=[
+            ProcessIO(1, f"python --token={SECRET}", read_mb_s=1.0, role="main"),
+            ProcessIO(2, "pt_data_worker", read_mb_s=2.0, role="worker"),
+            ProcessIO(3, "pt_data_worker", read_mb_s=3.0, role="worker"),
+        ],
+        loader=LoaderFigures(batches=10, wait_s=1.5, step_s=0.5, wait_share=0.75, batches_s=5),
+        verdict=Verdict(
+            "input-bound: disk",
+            summary=f"summary {SECRET}",
+            evidence=[f"evidence {SECRET}"],
+            fixes=[f"fix {SECRET}"],
+        ),
+        warnings=[f"warning quoting JUPYTER_TOKEN={SECRET}"],
+    )
+    for key, value in over.items():
+        setattr(rec, key, value)
+    return rec
+
+
+@pytest.fixture
+def sink():
+    s = PrometheusSink(0, "127.0.0.1")
+    yield s
+    s.close()
+
+
+def get(sink: PrometheusSink, path: str) -> tuple[int, str, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{sink.port}{path}", timeout=5) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Content-Type", ""), exc.read().decode()
+
+
+def scrape(sink: PrometheusSink) -> dict[str, object]:
+    status, ctype, text = get(sink, "/metrics")
+    assert status == 200 and ctype.startswith("text/plain")
+    return {f.name: f for f in text_string_to_metric_families(text)}, text
+
+
+def samples(families, name: str) -> dict[tuple, float]:
+    family_name = name.removesuffix("_total")
+    fam = families[family_name]
+    return {tuple(sorted(s.labels.items())): s.value for s in fam.samples if s.name == name}
+
+
+def test_every_declared_metric_is_served_with_help_type_and_units(sink):
+    sink.write(full_record())
+    families, _ = scrape(sink)
+    served = {}
+    for fam in families.values():
+        if fam.name.startswith("process_"):
+            continue
+        for s in fam.samples:
+            served[s.name] = fam
+    assert set(served) == set(SPECS), "served and declared metrics differ"
+    for name, spec in SPECS.items():
+        fam = served[name]
+        assert fam.type == spec.kind
+        assert fam.documentation and fam.documentation == spec.help
+        assert re.fullmatch(r"diskinfo_[a-z0-9_]+", name)
+        if spec.kind == "counter":
+            assert name.endswith("_total")
+        # base units only: no ms, MB, percent in names
+        assert not re.search(r"_(ms|mb|kb|percent|pct)(_|$)", name), name
+        timed = re.search(r"time|await|rtt|execute|interval_seconds", name)
+        if timed and "timestamp" not in name and "retransmissions" not in name:
+            assert re.search(r"_seconds(_total)?$", name), name
+        for s in fam.samples:
+            if s.name == name:
+                assert set(s.labels) == set(spec.labels), name
+
+
+def test_counters_are_the_raw_kernel_values_in_base_units(sink):
+    sink.write(full_record())
+    f, _ = scrape(sink)
+    dev = (("device", "nvme0n1"),)
+    assert samples(f, "diskinfo_disk_reads_completed_total")[dev] == 1000
+    assert samples(f, "diskinfo_disk_read_bytes_total")[dev] == 2048 * 512
+    assert samples(f, "diskinfo_disk_written_bytes_total")[dev] == 4096 * 512
+    assert samples(f, "diskinfo_disk_read_time_seconds_total")[dev] == pytest.approx(1.5)
+    assert samples(f, "diskinfo_disk_io_time_seconds_total")[dev] == pytest.approx(9.0)
+    assert samples(f, "diskinfo_disk_io_time_weighted_seconds_total")[dev] == pytest.approx(12.0)
+    assert samples(f, "diskinfo_disk_flush_requests_total")[dev] == 40
+    assert samples(f, "diskinfo_disk_io_now")[dev] == 3
+    # interval gauges: iostat units converted to base units
+    assert samples(f, "diskinfo_disk_read_bytes_per_second")[dev] == 50 * 2**20
+    assert samples(f, "diskinfo_disk_read_await_seconds")[dev] == pytest.approx(0.004)
+    assert samples(f, "diskinfo_disk_utilization_ratio")[dev] == pytest.approx(0.97)
+    assert samples(f, "diskinfo_disk_read_request_size_bytes")[dev] == 512 * 1024
+    paths = samples(f, "diskinfo_watched_path_info")
+    assert set(paths) == {
+        (("device", "nvme0n1"), ("path", "/workspace/data")),
+        (("device", "nvme0n1"), ("path", "/workspace/ckpt")),
+    }
+    nfs = samples(f, "diskinfo_nfs_read_rtt_seconds_total")
+    assert list(nfs.values()) == [pytest.approx(3.0)]
+    gpu = samples(f, "diskinfo_gpu_utilization_ratio")
+    assert gpu == {(("gpu", "0"), ("name", "NVIDIA H200")): pytest.approx(0.4)}
+    roles = samples(f, "diskinfo_process_read_bytes_per_second")
+    assert roles[(("role", "worker"),)] == 5 * 2**20
+    assert samples(f, "diskinfo_loader_data_wait_ratio")[()] == 0.75
+
+
+def test_accumulated_counters_and_one_hot_gauges(sink):
+    sink.write(full_record())
+    sink.write(full_record(verdict=Verdict("compute-bound")))
+    f, _ = scrape(sink)
+    assert samples(f, "diskinfo_records_total")[()] == 2
+    assert samples(f, "diskinfo_loader_wait_seconds_total")[()] == 3.0
+    assert samples(f, "diskinfo_loader_batches_total")[()] == 20
+    verdict = samples(f, "diskinfo_verdict")
+    assert sum(verdict.values()) == 1 and verdict[(("verdict", "compute-bound"),)] == 1
+    assert len(verdict) >= 6  # every known verdict has a series, so rules see 0 as well as 1
+    seconds = samples(f, "diskinfo_verdict_seconds_total")
+    assert seconds[(("verdict", "input-bound: disk"),)] == 2.0
+    assert seconds[(("verdict", "compute-bound"),)] == 2.0
+    pressure = samples(f, "diskinfo_node_pressure")
+    assert sum(pressure.values()) == 1 and pressure[(("state", "saturated"),)] == 1
+
+
+def test_absent_figures_are_absent_not_zero(sink):
+    before, _ = scrape(sink)  # no record yet: only what is always true
+    assert samples(before, "diskinfo_node_pressure")[(("state", "unknown"),)] == 1
+    assert "diskinfo_disk_reads_completed" not in before
+    plain = DeviceFigures("vda", paths=["/"], counters={"rd_ios": 1, "wr_ios": 2})
+    sink.write(IntervalRecord(ts=time.time(), elapsed_s=1.0, devices=[plain]))
+    f, _ = scrape(sink)
+    assert samples(f, "diskinfo_disk_reads_completed_total") == {(("device", "vda"),): 1}
+    assert "diskinfo_disk_discards_completed" not in f  # old kernel: no discard counters
+    assert "diskinfo_disk_discards_per_second" not in f
+    assert "diskinfo_gpu_utilization_ratio" not in f
+    assert samples(f, "diskinfo_gpus")[()] == 0
+    assert "diskinfo_loader_wait_seconds" not in f
+    # the device went away: its series go too
+    sink.write(IntervalRecord(ts=time.time(), elapsed_s=1.0))
+    f, _ = scrape(sink)
+    assert "diskinfo_disk_reads_completed" not in f
+
+
+def test_no_secret_reaches_metrics_or_status(sink, monkeypatch):
+    monkeypatch.setenv("JUPYTER_TOKEN", SECRET)
+    monkeypatch.setenv("PUBLIC_KEY", f"ssh-ed25519 AAAA{SECRET}")
+    sink.write(full_record())
+    _, text = scrape(sink)
+    _, _, status = get(sink, "/status")
+    for body in (text, status):
+        assert SECRET not in body
+        assert "alice" not in body  # NFS user name dropped with the password
+    assert 'server="nas01"' in text
+    assert json.loads(status)["nfs"][0]["server"] == "nas01"
+
+
+def test_status_document_and_http_errors(sink):
+    status, ctype, body = get(sink, "/status")
+    assert status == 200 and ctype == "application/json"
+    assert json.loads(body)["pressure"] == "unknown"
+    sink.write(full_record())
+    doc = json.loads(get(sink, "/status")[2])
+    assert doc["schema"] == "diskinfo.status/1"
+    assert doc["pressure"] == "saturated"
+    assert any("%util 97.0%" in e for e in doc["evidence"])
+    assert doc["devices"][0]["device"] == "nvme0n1"
+    assert doc["verdict"] == "input-bound: disk" and doc["data_wait_share"] == 0.75
+    assert get(sink, "/nope")[0] == 404
+    request = urllib.request.Request(f"http://127.0.0.1:{sink.port}/status", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(request, timeout=5)
+    assert err.value.code == 405
+
+
+def test_binds_only_the_configured_address(sink):
+    assert sink._server.socket.getsockname()[0] == "127.0.0.1"
+    if socket.has_ipv6:
+        try:
+            six = PrometheusSink(0, "::1")
+        except UserError:
+            pytest.skip("no IPv6 loopback here")
+        try:
+            assert six._server.socket.family == socket.AF_INET6
+            with socket.create_connection(("::1", six.port), timeout=2):
+                pass
+            with pytest.raises(OSError):  # not on IPv4 loopback
+                socket.create_connection(("127.0.0.1", six.port), timeout=2).close()
+        finally:
+            six.close()
+
+
+def test_port_in_use_is_a_one_line_error(sink):
+    with pytest.raises(UserError) as err:
+        PrometheusSink(sink.port, "127.0.0.1")
+    assert f"127.0.0.1:{sink.port}" in str(err.value) and err.value.exit_code == 1
+    with pytest.raises(UserError):
+        PrometheusSink(70000)
+
+
+def test_close_frees_the_port():
+    s = PrometheusSink(0)
+    port = s.port
+    s.close()
+    PrometheusSink(port).close()
+
+
+def test_docs_table_is_the_exporters():
+    text = (ROOT / "docs/metrics.md").read_text()
+    begin, end = "<!-- metrics table: begin -->\n", "<!-- metrics table: end -->"
+    documented = text.split(begin, 1)[1].split(end, 1)[0]
+    assert documented == markdown_table(), (
+        "docs/metrics.md is out of date: replace its table with "
+        "diskinfo.sinks.prometheus.markdown_table()"
+    )
