@@ -41,7 +41,13 @@ _WAIT = 1
 _STEP = 2
 
 
-def is_worker_death(exc: BaseException) -> bool:
+# A worker that dies while handing over a batch breaks the pipe to it instead.
+IPC_ERRORS = (ConnectionResetError, ConnectionRefusedError, BrokenPipeError, EOFError)
+
+
+def is_worker_death(exc: BaseException, multi_worker: bool = False) -> bool:
+    if multi_worker and isinstance(exc, IPC_ERRORS):
+        return True
     text = str(exc).lower()
     return isinstance(exc, (RuntimeError, OSError)) and any(m in text for m in WORKER_DEATH_MARKERS)
 
@@ -173,6 +179,7 @@ class WatchedLoader(Generic[T]):
     def __iter__(self) -> Iterator[T]:
         m = meter()
         m.settings = _settings_of(self.loader)
+        multi_worker = bool(m.settings.get("num_workers"))
         m.start()
         m.begin_wait()
         try:
@@ -183,7 +190,7 @@ class WatchedLoader(Generic[T]):
                 except StopIteration:
                     return
                 except Exception as exc:
-                    if is_worker_death(exc):
+                    if is_worker_death(exc, multi_worker):
                         m.worker_died()
                     raise
                 m.got_batch()

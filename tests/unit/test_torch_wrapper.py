@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -68,7 +69,7 @@ def test_a_long_wait_in_progress_is_published_before_it_ends(state):
     during = loader_state.read_states(state)[os.getpid()]
     th.join()
     assert during.updated >= t0 and during.batches == 1
-    assert during.wait_s >= 0.5  # the open wait phase is already counted
+    assert during.wait_s >= 0.3  # the open wait phase is already counted
     assert m.snapshot().wait_s >= 1.4
 
 
@@ -113,30 +114,45 @@ def test_dataset_bug_is_not_a_worker_death(state):
     assert dt.meter().snapshot().worker_errors == 0
 
 
-class _SigbusDataset:
-    """Kills its DataLoader worker the way a full 64 MB /dev/shm does: SIGBUS."""
+SIGBUS_SCRIPT = r"""
+import os, signal, sys
+import diskinfo.torch as dt
+from diskinfo import loader_state
+from torch.utils.data import DataLoader
 
+class Sigbus:
+    # kills its DataLoader worker the way a full 64 MB /dev/shm does: SIGBUS
     def __len__(self):
         return 8
-
     def __getitem__(self, index):
         if index == 4:
             os.kill(os.getpid(), signal.SIGBUS)
         return index
 
+loader = dt.watch(DataLoader(list(range(6)), batch_size=2))
+assert [b.tolist() for b in loader] == [[0, 1], [2, 3], [4, 5]]
+snap = dt.meter().snapshot()
+assert snap.num_workers == 0 and snap.pin_memory is False, snap
+try:
+    for _ in dt.watch(DataLoader(Sigbus(), batch_size=1, num_workers=1)):
+        pass
+except (RuntimeError, OSError) as exc:  # the death may surface as a reset pipe
+    print("raised:", type(exc).__name__, exc, flush=True)
+dt.meter().close()
+print("published:", loader_state.read_states(loader_state.state_dir())[os.getpid()].worker_errors)
+"""
+
 
 def test_real_dataloader_settings_and_a_real_bus_error(state):
-    torch = pytest.importorskip("torch")
-    from torch.utils.data import DataLoader
-
-    loader = dt.watch(DataLoader(list(range(6)), batch_size=2))
-    assert [b.tolist() for b in loader] == [[0, 1], [2, 3], [4, 5]]
-    snap = dt.meter().snapshot()
-    assert snap.num_workers == 0 and snap.pin_memory is False
-
-    dying = dt.watch(DataLoader(_SigbusDataset(), batch_size=1, num_workers=1))
-    with pytest.raises(RuntimeError, match=r"(?i)bus error|killed by signal"):
-        for _ in dying:
-            pass
-    assert dt.meter().snapshot().worker_errors == 1
-    assert torch is not None
+    pytest.importorskip("torch")
+    # in a child process: torch re-raises worker deaths from its SIGCHLD handler at any time
+    out = subprocess.run(
+        [sys.executable, "-c", SIGBUS_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, loader_state.STATE_DIR_ENV: str(state)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "raised:" in out.stdout
+    assert "published: 1" in out.stdout
