@@ -60,7 +60,7 @@ def version_tuple(version: str) -> tuple[int, ...]:
     """'520.61.05' -> (520, 61, 5); non-numeric parts end the tuple."""
     parts: list[int] = []
     for part in version.strip().split("."):
-        if not part.isdigit():
+        if not (part.isascii() and part.isdigit()):
             break
         parts.append(int(part))
     return tuple(parts)
@@ -183,7 +183,7 @@ def _services(env: dict[str, str]) -> list[Service]:
         services.append(Service("jupyter", f"http://0.0.0.0:{env.get('JUPYTER_PORT', '8888')}"))
     if env.get("SSHD_ENABLE", "1") != "0":
         services.append(Service("sshd", f"port {env.get('SSH_PORT', '22')}"))
-    services.append(Service("diskinfo", "monitor"))
+    services.append(Service("diskinfo", f"metrics on port {env.get('METRICS_PORT', '9101')}"))
     if env.get("TRAIN_ENABLE", "1") != "0":
         services.append(Service("train", "your command"))
     return services
@@ -196,7 +196,10 @@ def _token_hint(env: dict[str, str], logs_dir: str) -> str:
         return f"Jupyter token: in {env['JUPYTER_TOKEN_FILE']} (JUPYTER_TOKEN_FILE)"
     if env.get("JUPYTER_TOKEN"):
         return "Jupyter token: the JUPYTER_TOKEN you passed with -e"
-    return f"Jupyter token: random, printed once in {logs_dir}/jupyter.log"
+    return (
+        f"Jupyter token: random, printed once in {logs_dir}/jupyter.log"
+        " (docker exec CONTAINER cat /run/pytorch-cuda/jupyter-token)"
+    )
 
 
 def gather(env: dict[str, str]) -> Facts:

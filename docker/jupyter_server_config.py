@@ -14,4 +14,7 @@ c.ServerApp.port_retries = 0  # a taken port is an error, not a silent move to a
 c.ServerApp.root_dir = "/workspace"
 c.ServerApp.open_browser = False
 c.ServerApp.allow_remote_access = True
+# Same-origin requests only: never "*", which lets any web page the user visits drive the server.
+c.ServerApp.allow_origin = ""
+c.ServerApp.allow_origin_pat = ""
 c.ServerApp.terminado_settings = {"shell_command": ["/bin/bash", "-l"]}

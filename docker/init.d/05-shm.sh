@@ -2,7 +2,7 @@
 # DataLoader workers pass batches through /dev/shm and die with "Bus error" when it is Docker's
 # default 64 MB. Measure it once, warn once with the fix, and record the size for the monitor.
 SHM_MIN_MB=${SHM_MIN_MB:-1024}
-shm_mb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { printf "%d", $2 / 1024 }')
+shm_mb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { printf "%d", $2 / 1024 }') || shm_mb=
 if [ -n "$shm_mb" ]; then
   export SHM_SIZE_MB=$shm_mb
   printf '%s\n' "$shm_mb" >"$STARTUP_STATE_DIR/shm_mb" 2>/dev/null || true

@@ -28,5 +28,9 @@ else
   (umask 077 && printf '%s' "$jupyter_token" >"$jupyter_token_file")
   chown "$NB_UID:$NB_GID" "$jupyter_token_file"
   startup_log INFO "JupyterLab on port $JUPYTER_PORT serving /workspace, token $jupyter_token_origin"
-  unset jupyter_token jupyter_token_origin
+  # JUPYTER_ARGS: extra options, split into separate arguments without a shell (jupyter_args.py).
+  if ! jupyter_args_error=$(python3 "$PYTORCH_CUDA_LIB/jupyter_args.py" "$STARTUP_STATE_DIR/jupyter.args" 2>&1); then
+    startup_die "$jupyter_args_error"
+  fi
+  unset jupyter_token jupyter_token_origin jupyter_args_error
 fi

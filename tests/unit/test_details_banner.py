@@ -1,0 +1,69 @@
+"""The start banner's wording: driver check, missing GPU, /dev/shm, token hint (pure parts)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+_PATH = Path(__file__).resolve().parents[2] / "docker" / "banner.py"
+_spec = importlib.util.spec_from_file_location("banner", _PATH)
+assert _spec and _spec.loader
+banner = importlib.util.module_from_spec(_spec)
+sys.modules["banner"] = banner
+_spec.loader.exec_module(banner)
+
+
+def _facts(**kw):
+    base = dict(image_version="1.0", python="3.11.2", torch="2.7.1+cu118", cuda="11.8")
+    base.update(kw)
+    return banner.Facts(**base)
+
+
+def test_old_driver_gets_a_plain_warning_naming_the_minimum():
+    lines = banner.render(_facts(driver="470.82.01", gpus=[banner.Gpu(0, "Tesla T4", 15360)]))
+    warning = [line for line in lines if line.startswith("WARNING")]
+    assert len(warning) == 1
+    assert "470.82.01" in warning[0] and "520.61.05" in warning[0]
+
+
+def test_current_driver_and_gpus_are_listed_without_warning():
+    gpus = [banner.Gpu(0, "NVIDIA H200", 143771), banner.Gpu(1, "NVIDIA H200", 143771)]
+    lines = banner.render(_facts(driver="570.86.15", gpus=gpus))
+    assert not [line for line in lines if "WARNING" in line]
+    assert sum("NVIDIA H200" in line and "570.86.15" in line for line in lines) == 2
+
+
+def test_no_gpu_asks_about_gpus_all():
+    text = "\n".join(banner.render(_facts()))
+    assert "no GPU visible: did you pass --gpus all?" in text
+
+
+def test_small_shm_is_flagged_large_is_not():
+    small = "\n".join(banner.render(_facts(shm_mb=64)))
+    large = "\n".join(banner.render(_facts(shm_mb=16384)))
+    assert "64 MB: too small" in small
+    assert "too small" not in large and "16384 MB" in large
+
+
+def test_token_hint_never_shows_the_token():
+    env = {"JUPYTER_TOKEN": "s3cret-value"}
+    hint = banner._token_hint(env, "/workspace/logs")
+    assert "s3cret-value" not in hint and "JUPYTER_TOKEN" in hint
+    assert "/run/t" in banner._token_hint({"JUPYTER_TOKEN_FILE": "/run/t"}, "/l")
+    assert "/l/jupyter.log" in banner._token_hint({}, "/l")
+
+
+@given(st.lists(st.integers(0, 999), min_size=1, max_size=4))
+def test_driver_warning_agrees_with_numeric_order(parts):
+    version = ".".join(str(p) for p in parts)
+    warned = banner.driver_warning(version) is not None
+    assert warned == (tuple(parts) < (520, 61, 5))
+
+
+@given(st.text(max_size=20))
+def test_driver_warning_never_raises(text):
+    banner.driver_warning(text)
