@@ -31,6 +31,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# torch warns on every import when numpy is absent (it does not need it); that noise would break
+# the one-line answers. Top level, so the processes spawned for the all-reduce inherit it too.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+
 PROG = "validate-cuda"
 DEFAULT_CUDA = "11.8"
 DEFAULT_REPORT = Path("/workspace/logs/validate-cuda.json")
