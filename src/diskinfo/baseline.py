@@ -91,3 +91,24 @@ def save(entries: list[DeviceBaseline], path: Path | None = None) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+class BaselineCache:
+    """The store as the monitor sees it: re-read only when the file changes (a `diskinfo bench`
+    run while the monitor is running takes effect at the next interval)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_path()
+        self._stamp: tuple[int, int] | None = None
+        self._data: dict[str, DeviceBaseline] = {}
+
+    def __call__(self) -> dict[str, DeviceBaseline]:
+        try:
+            st = self.path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self._data = load(self.path) if stamp is not None else {}
+        return self._data

@@ -111,3 +111,21 @@ def test_collector_ignores_history_before_start(tmp_path):
     collector.fill(record)
     assert record.loader.batches == 10
     assert record.loader.wait_share == pytest.approx(0.25)
+
+
+def test_files_left_by_dead_processes_are_no_training_loop(tmp_path):
+    loader_state.write_state(tmp_path, c(999_999_1, 5, 1.0, 1.0))
+    alive = {999_999_2}
+    collector = LoaderCollector(tmp_path, alive=lambda pid: pid in alive)
+    collector.start()
+    record = IntervalRecord(ts=0, elapsed_s=1.0)
+    collector.fill(record)
+    assert record.loader is None
+    loader_state.write_state(tmp_path, c(999_999_2, 3, 0.5, 0.5))
+    alive.discard(999_999_2)  # published its final figures, then exited
+    record = IntervalRecord(ts=0, elapsed_s=1.0)
+    collector.fill(record)
+    assert record.loader is not None and record.loader.batches == 3
+    record = IntervalRecord(ts=0, elapsed_s=1.0)
+    collector.fill(record)
+    assert record.loader is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -50,6 +51,26 @@ def interval_figures(
     return fig
 
 
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def live_states(
+    states: Mapping[int, LoaderCounters],
+    previous: Mapping[int, LoaderCounters],
+    alive: Callable[[int], bool],
+) -> dict[int, LoaderCounters]:
+    """Files of running processes, plus a departed one's last words (its final publish);
+    files that dead processes left behind are no training loop at all."""
+    return {pid: c for pid, c in states.items() if alive(pid) or previous.get(pid) != c}
+
+
 class LoaderCollector:
     """Reads every `loader-<pid>.json` in the state directory once per interval."""
 
@@ -57,9 +78,11 @@ class LoaderCollector:
         self,
         directory: Path | None = None,
         read: Callable[[Path], dict[int, LoaderCounters]] = loader_state.read_states,
+        alive: Callable[[int], bool] = pid_alive,
     ) -> None:
         self.directory = directory if directory is not None else loader_state.state_dir()
         self._read = read
+        self._alive = alive
         self._previous: dict[int, LoaderCounters] = {}
 
     def start(self) -> None:
@@ -67,10 +90,10 @@ class LoaderCollector:
         self._previous = self._read(self.directory)
 
     def fill(self, record: IntervalRecord) -> None:
-        current = self._read(self.directory)
+        everything = self._read(self.directory)
+        current = live_states(everything, self._previous, self._alive)
         record.loader = interval_figures(self._previous, current, record.elapsed_s)
-        # keep departed processes out of the next sum, and their history out of memory
-        self._previous = current
+        self._previous = everything
 
     def stop(self) -> None:
         pass

@@ -40,9 +40,24 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
     if nfs:
         collectors.append(NfsCollector(nfs))
     # --- more collectors (GPU, host, process tree, data loader) are appended here ---
+    from diskinfo.collectors.gpu import GpuCollector
+    from diskinfo.collectors.host import HostCollector
+    from diskinfo.collectors.loader import LoaderCollector
+    from diskinfo.collectors.procs import ProcsCollector
+
+    collectors += [
+        GpuCollector(),
+        HostCollector(args.paths),
+        ProcsCollector(getattr(args, "pid_file", None)),
+        LoaderCollector(),
+    ]
 
     analyser: Analyser | None = None
     # --- the analyser (diagnose: verdict per interval) is set here ---
+    from diskinfo.baseline import BaselineCache
+    from diskinfo.diagnose import Diagnoser
+
+    analyser = Diagnoser(BaselineCache())
 
     log_dir = args.log_dir
     sinks: list[Sink] = [

@@ -42,9 +42,32 @@ def nfs_line(fig: NfsFigures) -> str:
     )
 
 
+def verdict_lines(record: IntervalRecord) -> list[str]:
+    """GPU, data loader and the interval's verdict with its top fix (docs/verdicts.md)."""
+    out = [
+        f"[GPU] {g.index} {g.name}: util mean={g.util_mean:.0f}% min={g.util_min:.0f}% "
+        f"idle={g.idle_fraction * 100:.0f}% pulsing={g.pulsing:.2f} mem={g.mem_used_mb:.0f}MB "
+        f"pcie rx={g.pcie_rx_mb_s:.0f}MB/s tx={g.pcie_tx_mb_s:.0f}MB/s power={g.power_w:.0f}W"
+        for g in record.gpus or []
+    ]
+    ld = record.loader
+    if ld is not None and ld.processes:
+        out.append(
+            f"[Loader] batches/s={ld.batches_s:.1f} data-wait={ld.wait_share * 100:.1f}% of "
+            f"step time num_workers={ld.num_workers} worker-errors={ld.worker_errors}"
+        )
+    v = record.verdict
+    if v is not None:
+        fix = f" | try: {v.fixes[0]}" if v.fixes else ""
+        out.append(f"[Verdict] {v.verdict}: {v.summary}{fix}")
+        out += [f"[warning] {w}" for w in v.warnings]
+    return out
+
+
 def lines(record: IntervalRecord) -> list[str]:
     out = [device_line(f) for f in record.devices]
     out += [nfs_line(f) for f in record.nfs]
+    out += verdict_lines(record)
     out += [f"[warning] {w}" for w in record.warnings]
     return out
 
