@@ -9,6 +9,7 @@ container psutil's partition list shows bind-mounted files, not the container's 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -246,6 +247,10 @@ class Resolver:
             real = os.path.realpath(path)
         else:
             real = os.path.normpath(path)
+        if self.check_fs and depth == 0:
+            node = self._device_node(path, real)
+            if node is not None:
+                return node
         mount = mountinfo.mount_for(real, self.mounts)
         if mount is None:
             raise UserError(f"no mount in {mountinfo.PATH} contains {real}", 1)
@@ -255,6 +260,24 @@ class Resolver:
         res = Resolution(path=path, realpath=real, mount=mount, kind="unknown")
         res.warnings.extend(warnings)
         self._classify(res, depth)
+        return res
+
+    def _device_node(self, path: str, real: str) -> Resolution | None:
+        """A block device node (/dev/nvme0n1, /dev/loop3) stands for that device itself."""
+        try:
+            st = os.stat(real)
+        except OSError:
+            return None
+        if not stat.S_ISBLK(st.st_mode):
+            return None
+        devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        info = self.sysfs.info(devno)
+        mount = mountinfo.mount_for(real, self.mounts)
+        if info is None or mount is None:
+            return None
+        res = Resolution(path=path, realpath=real, mount=mount, kind="block")
+        _from_device(res, info, self.sysfs, self)
+        res.note = f"{real} is the block device node of {info.name} itself"
         return res
 
     def _check_st_dev(self, real: str, mount: Mount, warnings: list[str]) -> Mount:
@@ -406,8 +429,9 @@ def format_text(res: Resolution, indent: str = "") -> list[str]:
         lines.append(f"{indent}  {tag}{describe(res.device)}")
     for member in res.members:
         lines.append(f"{indent}  member   {describe(member)}")
+    shown = {b.name for b in res.members} | ({res.device.name} if res.device else set())
     for disk in res.disks:
-        if res.device is None or disk.name != res.device.name:
+        if disk.name not in shown:
             lines.append(f"{indent}  disk     {describe(disk)}")
     if res.backing is not None and res.kind == "block":
         lines.append(f"{indent}  backing  (the loop device's file)")

@@ -48,7 +48,7 @@ class NfsCollector:
         now = self._clock()
         if snap is None:
             return
-        dt = now - (self._prev_t or now)
+        dt = now - self._prev_t if self._prev_t is not None else 0.0
         for mp in self.mountpoints:
             cur, prev = snap.get(mp), self._prev.get(mp)
             if cur is None:

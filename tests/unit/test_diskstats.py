@@ -1,0 +1,108 @@
+"""/proc/diskstats parsing: every kernel layout, garbage, and hypothesis fuzzing."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from disk_fixtures import text
+from hypothesis import given
+from hypothesis import strategies as st
+
+from diskinfo.sources import ParseError, diskstats
+from diskinfo.sources.diskstats import ALL_FIELDS, DiskCounters, parse, parse_line
+
+KERNEL_6 = " 254       0 vda 31021 8347 2323634 6078 49437 48379 5595456 19140 0 7732 26818 12690 47 589456 1041 10521 556"  # noqa: E501
+KERNEL_4_18 = "   8       0 sda 120 3 9000 40 50 6 700 80 1 90 100 4 0 64 2"
+KERNEL_4_4 = "   8       1 sda1 120 3 9000 40 50 6 700 80 0 90 100"
+
+
+def test_kernel_6_line_has_discard_and_flush():
+    c = parse_line(KERNEL_6)
+    assert (c.major, c.minor, c.name, c.devno) == (254, 0, "vda", "254:0")
+    assert (c.rd_ios, c.rd_sectors, c.wr_ticks, c.io_ticks, c.rq_ticks) == (
+        31021,
+        2323634,
+        19140,
+        7732,
+        26818,
+    )
+    assert (c.dc_ios, c.dc_sectors, c.fl_ios, c.fl_ticks) == (12690, 589456, 10521, 556)
+    assert c.has_discard and c.has_flush
+
+
+def test_older_layouts_leave_discard_and_flush_unset():
+    c = parse_line(KERNEL_4_18)
+    assert c.has_discard and not c.has_flush and c.in_flight == 1
+    old = parse_line(KERNEL_4_4)
+    assert not old.has_discard and old.dc_ios is None and old.fl_ios is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "8 0 sda 1 2 3",  # 2.6 partition layout (7 fields) is not accepted: too old
+        "8 0 sda 1 2 3 4 5 6 7 8 9 10 x",
+        "8 0 sda 1 2 3 4 5 6 7 8 9 10 -11",
+        "a b sda 1 2 3 4 5 6 7 8 9 10 11",
+        "8 0 sda " + " ".join(["1"] * 16),
+    ],
+)
+def test_malformed_lines_raise_parse_error(line):
+    with pytest.raises(ParseError):
+        parse_line(line)
+
+
+def test_a_bad_line_costs_only_that_device():
+    devices, errors = parse(KERNEL_6 + "\n garbage here\n" + KERNEL_4_18 + "\n")
+    assert sorted(devices) == ["sda", "vda"] and len(errors) == 1
+    assert "garbage" in errors[0]
+
+
+def test_captured_files_parse_cleanly():
+    for name in ("host-loops", "container-overlay", "nvme-partitions", "lvm-md-crypt"):
+        devices, errors = parse(text(name, "proc/diskstats"))
+        assert devices and not errors, name
+
+
+def test_live_file_parses():
+    devices, errors = parse(diskstats.read())
+    assert devices and not errors
+
+
+counts = st.integers(min_value=0, max_value=2**64 - 1)
+times = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+@st.composite
+def counters(draw):
+    n = draw(st.sampled_from([11, 15, 17]))
+    values = [draw(times if name.endswith("_ticks") else counts) for name in ALL_FIELDS[:n]] + [
+        None
+    ] * (17 - n)
+    name = draw(st.from_regex(r"[a-z][a-z0-9_-]{0,15}", fullmatch=True))
+    return DiskCounters(draw(st.integers(0, 4095)), draw(st.integers(0, 2**20)), name, *values)
+
+
+@given(counters())
+def test_round_trip(c):
+    assert parse_line(c.to_line()) == c
+
+
+@given(st.text())
+def test_garbage_never_raises_anything_but_parse_error(s):
+    with contextlib.suppress(ParseError):
+        parse_line(s)
+    devices, errors = parse(s)  # the whole-file parser never raises
+    assert isinstance(devices, dict) and isinstance(errors, list)
+
+
+@given(st.lists(st.one_of(st.integers(-5, 2**70), st.text(max_size=5)), max_size=22))
+def test_near_miss_lines(fields):
+    line = " ".join(str(f) for f in fields)
+    try:
+        c = parse_line(line)
+    except ParseError:
+        return
+    assert all(getattr(c, f) is None or getattr(c, f) >= 0 for f in ALL_FIELDS)

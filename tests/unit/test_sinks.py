@@ -1,0 +1,108 @@
+"""diskinfo.log and diskinfo.jsonl: format, rotation by size, a full or unwritable log dir."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures
+from diskinfo.sinks import rotating
+from diskinfo.sinks.jsonl import JsonlSink, encode
+from diskinfo.sinks.rotating import RotatingFile
+from diskinfo.sinks.textlog import TextLogSink, device_line
+
+
+def record(**kw) -> IntervalRecord:
+    fig = DeviceFigures(
+        device="nvme0n1",
+        paths=["/workspace/data"],
+        rmb_s=512.3,
+        r_s=4098.4,
+        r_await=0.41,
+        aqu_sz=1.68,
+        rareq_sz=128.0,
+        util=97.3,
+        **kw,
+    )
+    return IntervalRecord(ts=1796217557.5, elapsed_s=5.0, host="h", devices=[fig])
+
+
+def test_human_line():
+    line = device_line(record().devices[0])
+    assert line.startswith("[DiskIO] nvme0n1 /workspace/data: Read=512.30MB/s Write=0.00MB/s ")
+    assert "r/s=4098.4" in line and "r_await=0.41ms" in line and line.endswith("util=97.3%")
+
+
+def test_text_sink_writes_devices_nfs_and_warnings(tmp_path):
+    rec = record()
+    rec.nfs.append(NfsFigures(mount="/mnt/d", server="nas", read_bytes_s=2**20, read_ops_s=8))
+    rec.warnings.append("disk: sda is not in /proc/diskstats (removed?)")
+    echo = io.StringIO()
+    sink = TextLogSink(str(tmp_path), echo=echo)
+    sink.write(rec)
+    sink.close()
+    text = (tmp_path / "diskinfo.log").read_text()
+    assert text.startswith("2026-") and "[DiskIO] nvme0n1" in text
+    assert "[NFS] nas /mnt/d: Read=1.00MB/s" in text and "[warning] disk: sda" in text
+    assert echo.getvalue() == text
+
+
+def test_jsonl_line_is_the_record_and_nan_becomes_null(tmp_path):
+    sink = JsonlSink(str(tmp_path))
+    sink.write(record())
+    sink.write(record(d_await=float("nan")))
+    sink.close()
+    lines = (tmp_path / "diskinfo.jsonl").read_text().splitlines()
+    back = IntervalRecord.from_dict(json.loads(lines[0]))
+    assert back == record()
+    assert json.loads(lines[1])["devices"][0]["d_await"] is None
+    assert encode(record()).endswith("}\n") and "\n" not in encode(record())[:-1]
+
+
+def test_rotation_by_size_keeps_n_backups(tmp_path):
+    path = tmp_path / "x.log"
+    f = RotatingFile(str(path), max_bytes=1000, backups=2)
+    for i in range(100):
+        assert f.write(f"{i:04d} " + "x" * 94 + "\n")
+    f.close()
+    files = sorted(os.listdir(tmp_path))
+    assert files == ["x.log", "x.log.1", "x.log.2"]
+    assert all(os.path.getsize(tmp_path / n) <= 1000 for n in files)
+    assert path.read_text().splitlines()[-1].startswith("0099")
+    assert (tmp_path / "x.log.1").read_text().splitlines()[-1].startswith("0089")
+
+
+def test_full_device_one_warning_and_sampling_goes_on(tmp_path, monkeypatch):
+    (tmp_path / "diskinfo.jsonl").symlink_to("/dev/full")  # every write: ENOSPC
+    err = io.StringIO()
+    sink = JsonlSink(str(tmp_path))
+    sink.file._stderr = err
+    monkeypatch.setattr(rotating, "RETRY_S", 0.0)  # retry at every write: still one warning
+    for _ in range(5):
+        sink.write(record())
+    sink.close()
+    assert err.getvalue().count("diskinfo: warning") == 1 and "No space left" in err.getvalue()
+    assert sink.file.dropped == 5
+
+
+def test_unwritable_log_dir_then_recovery(tmp_path, monkeypatch):
+    blocker = tmp_path / "logs"
+    blocker.write_text("a file where the directory should be")
+    err = io.StringIO()
+    f = RotatingFile(str(blocker / "diskinfo.log"), stderr=err)
+    monkeypatch.setattr(rotating, "RETRY_S", 0.0)
+    assert not f.write("a\n") and not f.write("b\n")
+    assert err.getvalue().count("diskinfo: warning") == 1
+    blocker.unlink()
+    assert f.write("c\n")
+    assert "again (2 lines were dropped)" in err.getvalue()
+    assert (blocker / "diskinfo.log").read_text() == "c\n"
+
+
+def test_failed_writes_are_not_retried_before_the_retry_delay(tmp_path):
+    (tmp_path / "x.log").symlink_to("/dev/full")
+    f = RotatingFile(str(tmp_path / "x.log"), stderr=io.StringIO())
+    assert not f.write("a\n")
+    assert f._failed_at is not None and not f.write("b\n")
+    assert f.dropped == 2

@@ -1,0 +1,208 @@
+"""The disk collector over changing /proc/diskstats snapshots, and `diskinfo watch` itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from disk_fixtures import resolver
+
+from diskinfo.cli import build_parser, main
+from diskinfo.collectors.disk import DiskCollector
+from diskinfo.commands.watch import build_monitor
+from diskinfo.record import SCHEMA, IntervalRecord
+from diskinfo.sinks.jsonl import JsonlSink
+from diskinfo.sinks.textlog import TextLogSink
+from diskinfo.sources import diskstats
+
+LINE = "   8       1 sda1 {r} 0 {s} {t} 0 0 0 0 0 {io} {io} 0 0 0 0 0 0"
+DISK = "   8       0 sda {r} 0 {s} {t} 0 0 0 0 0 {io} {io} 0 0 0 0 0 0"
+
+
+def snap(r, s, t, io, *, disk=True, part=True, extra=""):
+    lines = []
+    if disk:
+        lines.append(DISK.format(r=r, s=s, t=t, io=io))
+    if part:
+        lines.append(LINE.format(r=r, s=s, t=t, io=io))
+    return "\n".join(lines) + "\n" + extra
+
+
+class Feed:
+    def __init__(self, texts, dt=1.0):
+        self.texts, self.t, self.dt = list(texts), 0.0, dt
+
+    def read(self):
+        item = self.texts.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def clock(self):
+        self.t += self.dt
+        return self.t
+
+
+def collector(feed: Feed) -> DiskCollector:
+    r = resolver("nvme-partitions")
+    c = DiskCollector(["/workspace/data"], read=feed.read, clock=feed.clock, resolver=lambda: r)
+    c.start()
+    return c
+
+
+def fill(c):
+    rec = IntervalRecord(ts=time.time(), elapsed_s=1.0)
+    c.fill(rec)
+    return rec
+
+
+def test_figures_for_partition_and_whole_disk_with_paths():
+    feed = Feed([snap(0, 0, 0, 0), snap(100, 25600, 200, 500)])
+    c = collector(feed)
+    assert c.devices == {"sda1": ["/workspace/data"], "sda": ["/workspace/data"]}
+    rec = fill(c)
+    assert [d.device for d in rec.devices] == ["sda1", "sda"]
+    d = rec.devices[0]
+    assert (d.r_s, d.rmb_s, d.r_await, d.util) == (100.0, 12.5, 2.0, 50.0)
+    assert d.paths == ["/workspace/data"] and d.counters["rd_ios"] == 100
+    assert d.read_bytes == 25600 * 512 and not rec.warnings
+
+
+def test_device_that_disappears_and_comes_back_reset():
+    feed = Feed(
+        [
+            snap(0, 0, 0, 0),
+            snap(10, 80, 5, 5),
+            snap(20, 160, 10, 10, part=False),  # sda1 gone
+            snap(3, 24, 1, 1),  # back, counters restarted
+            snap(13, 104, 6, 6),
+        ]
+    )
+    c = collector(feed)
+    assert len(fill(c).devices) == 2
+    gone = fill(c)
+    assert [d.device for d in gone.devices] == ["sda"]
+    assert any("sda1 is not in /proc/diskstats" in w for w in gone.warnings)
+    back = fill(c)
+    assert not back.devices  # sda's counters went back too: both start a new baseline
+    assert any("sda1 appeared" in w for w in back.warnings)
+    assert any("counters of sda went back" in w for w in back.warnings)
+    again = fill(c)
+    assert {d.device: d.r_s for d in again.devices} == {"sda1": 10.0, "sda": 10.0}
+
+
+def test_counters_that_go_back_are_a_reset_not_a_negative_rate():
+    feed = Feed([snap(5000, 40000, 100, 100), snap(10, 80, 1, 1), snap(20, 160, 2, 2)])
+    c = collector(feed)
+    rec = fill(c)
+    assert not rec.devices and any("went back" in w for w in rec.warnings)
+    assert {d.r_s for d in fill(c).devices} == {10.0}
+
+
+def test_unreadable_and_malformed_diskstats_are_warnings():
+    feed = Feed(
+        [
+            snap(0, 0, 0, 0),
+            PermissionError(13, "Permission denied"),
+            snap(20, 160, 2, 2, extra="garbage line\n"),
+        ]
+    )
+    c = collector(feed)
+    bad = fill(c)
+    assert not bad.devices and "cannot read /proc/diskstats" in bad.warnings[0]
+    rec = fill(c)
+    # the unreadable interval is folded into the next: 20 reads over 2 s
+    assert {d.r_s for d in rec.devices} == {10.0}
+    assert any("malformed" in w for w in rec.warnings)
+
+
+def test_elapsed_time_is_measured_not_nominal():
+    feed = Feed([snap(0, 0, 0, 0), snap(150, 0, 0, 0)], dt=1.5)  # overslept: 1.5 s
+    assert {d.r_s for d in fill(collector(feed)).devices} == {100.0}
+
+
+def test_our_parser_agrees_with_psutil_where_psutil_has_the_figure():
+    ours, _ = diskstats.parse(diskstats.read())
+    theirs = psutil.disk_io_counters(perdisk=True, nowrap=False)
+    for name, p in theirs.items():
+        c = ours[name]
+        # psutil reads the file a moment later: allow for I/O in between
+        assert 0 <= p.read_count - c.rd_ios <= 50 and 0 <= p.write_count - c.wr_ios <= 500
+        assert p.read_bytes >= c.rd_sectors * 512 and p.busy_time >= c.io_ticks
+
+
+def run_cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "diskinfo.cli", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("interval", ["0", "-1", "abc"])
+def test_bad_interval_is_a_clear_error(interval):
+    p = run_cli("watch", "/", "--interval", interval)
+    assert p.returncode == 2 and "--interval" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_nonexistent_path_one_line_exit_2():
+    for cmd in ("watch", "resolve"):
+        p = run_cli(cmd, "/no/such/dir")
+        assert p.returncode == 2 and p.stderr.strip().count("\n") == 0
+        assert p.stderr.startswith("diskinfo: error: no such file or directory")
+
+
+def test_build_monitor_wires_disk_collector_and_both_sinks(tmp_path):
+    args = build_parser().parse_args(["watch", "/", "--log-dir", str(tmp_path), "--count", "1"])
+    mon = build_monitor(args)
+    assert isinstance(mon.collectors[0], DiskCollector)
+    assert {type(s) for s in mon.sinks} >= {TextLogSink, JsonlSink}
+    assert mon.run() == 0
+    rec = IntervalRecord.from_dict(json.loads((tmp_path / "diskinfo.jsonl").read_text()))
+    assert rec.schema == SCHEMA and rec.devices and rec.devices[0].paths == ["/"]
+
+
+def test_watch_writes_both_logs_and_sigterm_flushes_and_exits_0(tmp_path):
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "diskinfo.cli",
+            "watch",
+            "/",
+            "/dev/shm",
+            "--interval",
+            "0.2",
+            "--log-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    jsonl = tmp_path / "diskinfo.jsonl"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not jsonl.exists() or jsonl.read_text().count("\n") < 3):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    assert "memory-backed" in err  # /dev/shm explained once
+    lines = jsonl.read_text().splitlines()
+    assert len(lines) >= 3 and all(json.loads(x)["schema"] == SCHEMA for x in lines)
+    recs = [json.loads(x) for x in lines]
+    assert all(abs(r["elapsed_s"] - 0.2) < 0.15 for r in recs)
+    log = (tmp_path / "diskinfo.log").read_text()
+    assert log.count("[DiskIO] ") >= len(lines) and "Read=" in log and "util=" in log
+    assert "[DiskIO]" in out
+    assert not (tmp_path / "diskinfo.log").read_text().endswith("\\")  # whole lines only
+    assert os.path.getsize(jsonl) == len("\n".join(lines)) + 1
+
+
+def test_main_turns_user_error_into_exit_2(capsys):
+    assert main(["resolve", "/no/such/x"]) == 2
+    assert "no such file" in capsys.readouterr().err
