@@ -478,8 +478,8 @@ def judge_dataloader(
     return CheckResult(name, PASS, f"{detail}, contents verified", round(rate, 1), "samples/s")
 
 
-def dataloader_hint(message: str) -> str:
-    """The usual cause of a DataLoader worker dying in a container is a 64 MB /dev/shm."""
+def shm_hint(message: str) -> str:
+    """In containers, dead DataLoader workers and NCCL shared-memory errors mean a small shm."""
     if any(s in message for s in ("Bus error", "shared memory", "shm", "killed by signal")):
         return message + " (is /dev/shm too small? docker run --shm-size=16g or --ipc=host)"
     return message
@@ -723,13 +723,19 @@ def allreduce_worker(
     if backend == "nccl":
         torch.cuda.set_device(rank)
         device = torch.device("cuda", rank)
-    dist.init_process_group(
-        backend,
-        init_method=f"file://{store}",
-        rank=rank,
-        world_size=world_size,
-        timeout=dt.timedelta(seconds=timeout_s),
-    )
+    options: dict[str, Any] = {
+        "init_method": f"file://{store}",
+        "rank": rank,
+        "world_size": world_size,
+        "timeout": dt.timedelta(seconds=timeout_s),
+    }
+    if backend == "nccl":
+        options["device_id"] = device  # torch >= 2.3: binds the rank to its GPU, no guessing
+    try:
+        dist.init_process_group(backend, **options)
+    except TypeError:  # older torch without device_id
+        options.pop("device_id", None)
+        dist.init_process_group(backend, **options)
     try:
         # --inject-fault allreduce: this rank's data goes missing (contributes zeros)
         value = 0.0 if rank == wrong_rank else float(rank + 1)
@@ -792,6 +798,8 @@ def matmul_measure(torch: Any, dtype: str, n: int) -> tuple[float, float]:
 
 def gpu_time(torch: Any, fn: Callable[[], Any], warmup: int, budget_s: float = 0.5) -> float:
     """Seconds per call of `fn`, timed with CUDA events over about `budget_s`."""
+    fn()  # the first call pays for library handles and workspaces: keep it out of the estimate
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(warmup):
@@ -893,14 +901,12 @@ def run_dataloader(
 # ---------------------------------------------------------------- the checks
 
 
-def guarded(
-    name: str, fn: Callable[[], CheckResult], hint: Callable[[str], str] = str
-) -> CheckResult:
+def guarded(name: str, fn: Callable[[], CheckResult]) -> CheckResult:
     """An exception in a measurement is that check's failure, reported in one line."""
     try:
         return fn()
     except Exception as exc:
-        return CheckResult(name, FAIL, hint(first_line(exc)))
+        return CheckResult(name, FAIL, shm_hint(first_line(exc)))
 
 
 def check_cudnn(torch: Any, fault: bool) -> CheckResult:
@@ -932,6 +938,7 @@ def check_allreduce(
         return CheckResult(name, FAIL, f"torch.distributed has no {backend} backend in this build")
     library = f"NCCL {nccl_version(torch)}" if backend == "nccl" else None
     per_rank, error = run_allreduce(backend, world_size, timeout_s, world_size - 1 if fault else -1)
+    error = shm_hint(error) if error else None
     return judge_allreduce(name, backend, world_size, per_rank, error, library)
 
 
@@ -944,6 +951,29 @@ def check_matmul(torch: Any, dtype: str, n: int) -> CheckResult:
     if dtype == "bf16" and major < 8:
         note = "this GPU (before sm_80) has no bf16 tensor cores"
     return judge_matmul(dtype, tflops, error, n, note)
+
+
+def check_conv_cpu(torch: Any, fault: bool) -> CheckResult:
+    errors = conv_errors(torch, "cpu", fault)
+    return judge_conv("conv2d_cpu", "cpu", [("fp32-cpu", errors)], None)
+
+
+def check_h2d(torch: Any, pinned: bool) -> CheckResult:
+    return judge_bandwidth(pinned, *h2d_measure(torch, pinned, H2D_BYTES), H2D_BYTES)
+
+
+def check_memory(torch: Any, count: int, fraction: float) -> CheckResult:
+    return judge_memory([allocate_most(torch, i, fraction) for i in range(count)], fraction)
+
+
+def check_dataloader(torch: Any, on_gpu: bool, workers: int = 2) -> CheckResult:
+    shm = f"/dev/shm {shm_size()}"
+    if on_gpu:
+        result = run_dataloader(torch, "cuda", True, workers)
+        return judge_dataloader("dataloader_pinned", result, workers, True, shm)
+    result = run_dataloader(torch, "cpu", False, workers)
+    note = f"pin_memory needs a GPU, not exercised; {shm}"
+    return judge_dataloader("dataloader_workers", result, workers, False, note)
 
 
 def gpu_checks(
@@ -985,91 +1015,44 @@ def gpu_checks(
             if name not in done:
                 add(CheckResult(name, SKIP, needs_gpu))
         return results
-    add(guarded("cudnn_conv2d", lambda: check_cudnn(torch, args.inject_fault == "conv")))
-    add(
-        guarded(
+    fault = args.inject_fault
+    steps: list[tuple[str, Callable[[], CheckResult]]] = [
+        ("cudnn_conv2d", lambda: check_cudnn(torch, fault == "conv")),
+        (
             "nccl_allreduce",
-            lambda: check_allreduce(
-                torch, "nccl", count, args.timeout, args.inject_fault == "allreduce"
-            ),
-        )
-    )
-    for dtype in MATMUL_DTYPES:
-        add(guarded(f"matmul_{dtype}", lambda d=dtype: check_matmul(torch, d, args.matmul_size)))
-    for pinned in (False, True):
-        name = f"h2d_{'pinned' if pinned else 'pageable'}"
-        add(
-            guarded(
-                name,
-                lambda p=pinned: judge_bandwidth(p, *h2d_measure(torch, p, H2D_BYTES), H2D_BYTES),
-            )
-        )
-    add(
-        guarded(
-            "gpu_memory",
-            lambda: judge_memory(
-                [allocate_most(torch, i, args.memory_fraction) for i in range(count)],
-                args.memory_fraction,
-            ),
-        )
-    )
-    add(
-        guarded(
-            "dataloader_pinned",
-            lambda: judge_dataloader(
-                "dataloader_pinned",
-                run_dataloader(torch, "cuda", True, 2),
-                2,
-                True,
-                f"/dev/shm {shm_size()}",
-            ),
-            dataloader_hint,
-        )
-    )
+            lambda: check_allreduce(torch, "nccl", count, args.timeout, fault == "allreduce"),
+        ),
+        *(
+            (f"matmul_{d}", lambda d=d: check_matmul(torch, d, args.matmul_size))
+            for d in MATMUL_DTYPES
+        ),
+        ("h2d_pageable", lambda: check_h2d(torch, pinned=False)),
+        ("h2d_pinned", lambda: check_h2d(torch, pinned=True)),
+        ("gpu_memory", lambda: check_memory(torch, count, args.memory_fraction)),
+        ("dataloader_pinned", lambda: check_dataloader(torch, on_gpu=True)),
+    ]
+    for name, fn in steps:
+        add(guarded(name, fn))
     return results
 
 
 def cpu_checks(
     torch: Any, torch_check: CheckResult, args: argparse.Namespace, table: Table
 ) -> list[CheckResult]:
-    results: list[CheckResult] = []
-
-    def add(result: CheckResult) -> None:
-        results.append(result)
-        table.row(result)
-
-    add(torch_check)
+    results = [torch_check]
+    table.row(torch_check)
     fault = args.inject_fault
-    add(
-        guarded(
-            "conv2d_cpu",
-            lambda: judge_conv(
-                "conv2d_cpu",
-                "cpu",
-                [("fp32-cpu", conv_errors(torch, "cpu", fault == "conv"))],
-                None,
-            ),
-        )
-    )
-    add(
-        guarded(
+    steps: list[tuple[str, Callable[[], CheckResult]]] = [
+        ("conv2d_cpu", lambda: check_conv_cpu(torch, fault == "conv")),
+        (
             "gloo_allreduce",
             lambda: check_allreduce(torch, "gloo", 2, args.timeout, fault == "allreduce"),
-        )
-    )
-    add(
-        guarded(
-            "dataloader_workers",
-            lambda: judge_dataloader(
-                "dataloader_workers",
-                run_dataloader(torch, "cpu", False, 2),
-                2,
-                False,
-                f"pin_memory needs a GPU, not exercised; /dev/shm {shm_size()}",
-            ),
-            dataloader_hint,
-        )
-    )
+        ),
+        ("dataloader_workers", lambda: check_dataloader(torch, on_gpu=False)),
+    ]
+    for name, fn in steps:
+        results.append(guarded(name, fn))
+        table.row(results[-1])
     return results
 
 

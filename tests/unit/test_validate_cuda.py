@@ -233,9 +233,7 @@ def test_throughput_bandwidth_memory_loader_failures() -> None:
     loader = vc.LoaderResult(15, 16, [], 3, 1.0, 480)
     bad = vc.judge_dataloader("dataloader_pinned", loader, 2, True, "")
     assert "15 of 16 batches arrived" in bad.detail and "3 batches were not in pinned" in bad.detail
-    assert "--shm-size" in vc.dataloader_hint(
-        "DataLoader worker (pid 7) is killed by signal: Bus error"
-    )
+    assert "--shm-size" in vc.shm_hint("DataLoader worker (pid 7) is killed by signal: Bus error")
 
 
 # ------------------------------------------------------------------ output and options
