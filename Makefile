@@ -100,3 +100,19 @@ run:
 test-image: dev
 	$(MAKE) build IMAGE=$(TEST_IMAGE)
 	IMAGE=$(TEST_IMAGE) DOCKER=$(DOCKER) $(PYTEST) tests/image $(PYTEST_ARGS)
+
+# The CUDA stack (scripts/validate_cuda.py) inside TEST_IMAGE on the host's GPUs. Without an
+# NVIDIA GPU and Docker's NVIDIA runtime it prints why it skips and succeeds. Report: build/test-cuda/
+VALIDATE_CUDA_ARGS ?=
+test-cuda:
+	@if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then \
+	  echo "test-cuda: skipped: no NVIDIA GPU on this host (nvidia-smi missing or lists no GPU)"; \
+	elif ! { $(DOCKER) info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia \
+	    || command -v nvidia-container-runtime-hook >/dev/null; }; then \
+	  echo "test-cuda: skipped: GPU present but Docker has no NVIDIA runtime (install nvidia-container-toolkit)"; \
+	else \
+	  $(DOCKER) image inspect $(TEST_IMAGE) >/dev/null 2>&1 || $(MAKE) build IMAGE=$(TEST_IMAGE) || exit 1; \
+	  mkdir -p build/test-cuda && \
+	  $(DOCKER) run --rm --gpus all --network host --shm-size=1g --entrypoint validate-cuda \
+	    -v "$(CURDIR)/build/test-cuda:/workspace/logs" $(TEST_IMAGE) $(VALIDATE_CUDA_ARGS); \
+	fi
