@@ -1,0 +1,131 @@
+"""The training command: run verbatim, logged twice, its exit code is the container's."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.image
+
+# Each reaches the program unchanged: no shell, no supervisord %(...)s expansion.
+TRICKY_ARGS = [
+    "two words",
+    'it\'s "quoted"',
+    "100%",
+    "%(ENV_HOME)s",
+    "%(program_name)s",
+    "$(touch /tmp/pwned)",
+    "`id`",
+    "a; touch /tmp/pwned",
+    "$HOME",
+    "*",
+    "",
+    "tab\there",
+]
+PRINT_ARGV = "import json, sys; print('ARGV=' + json.dumps(sys.argv[1:]))"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["true"], 0),
+        (["bash", "-c", "echo failing; exit 3"], 3),
+        # death by signal N -> 128 + N
+        (["python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)"], 138),
+        (["no-such-command"], 127),
+    ],
+    ids=["exit-0", "exit-3", "SIGUSR1-138", "not-found-127"],
+)
+def test_container_exits_with_the_training_commands_code(container, command, expected):
+    running = container(*command)
+    assert running.wait(timeout=60) == expected, running.logs()[-2000:]
+
+
+def test_arguments_arrive_verbatim_in_docker_logs_and_train_log(container, tmp_path: Path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    running = container(
+        "python3", "-c", PRINT_ARGV, *TRICKY_ARGS, volumes={str(logs): {"bind": "/workspace/logs"}}
+    )
+    assert running.wait(timeout=60) == 0
+    for where, text in (
+        ("docker logs", running.logs()),
+        ("train.log", logs.joinpath("train.log").read_text()),
+    ):
+        lines = [line for line in text.splitlines() if line.startswith("ARGV=")]
+        assert lines, f"no ARGV line in {where}:\n{text[-2000:]}"
+        assert json.loads(lines[0][len("ARGV=") :]) == TRICKY_ARGS, where
+
+
+def test_no_argument_was_run_by_a_shell(container):
+    running = container("sleep", "30", *TRICKY_ARGS[5:8])
+    running.wait_for_program("train")
+    code, _ = running.exec(["test", "-e", "/tmp/pwned"])
+    assert code == 1, "an argument was executed by a shell"
+
+
+def test_docker_stop_sends_sigterm_to_training_and_is_quick(container):
+    script = (
+        "trap 'echo caught SIGTERM; exit 7' TERM; echo training started; "
+        "while :; do sleep 0.2; done"
+    )
+    running = container("bash", "-c", script)
+    running.wait_for_program("train")
+    time.sleep(1)
+    start = time.monotonic()
+    running.obj.stop(timeout=10)
+    elapsed = time.monotonic() - start
+    assert running.wait(timeout=5) == 7, running.logs()[-2000:]
+    assert "caught SIGTERM" in running.logs()
+    assert elapsed < 8, f"docker stop took {elapsed:.1f} s (grace period 10 s)"
+
+
+def test_keep_alive_keeps_services_up_after_training_ends(container):
+    running = container("bash", "-c", "exit 5", env={"KEEP_ALIVE": "1"})
+    running.wait_for_program("train", "EXITED")
+    time.sleep(2)
+    assert running.status() == "running"
+    assert running.supervisor_status().get("diskinfo") == "RUNNING"
+    running.obj.stop(timeout=10)
+    assert running.wait(timeout=10) == 5
+
+
+def test_monitor_starts_first_and_restarts_without_disturbing_training(
+    container, tmp_path, wait_until
+):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    running = container(
+        "bash",
+        "-c",
+        "for i in $(seq 600); do echo step $i; sleep 0.1; done",
+        volumes={str(logs): {"bind": "/workspace/logs"}},
+        env={"DISKINFO_INTERVAL": "1"},
+    )
+    running.wait_for_program("diskinfo")
+    running.wait_for_program("train")
+    spawned = [
+        line.split("'")[1]
+        for line in logs.joinpath("supervisord.log").read_text().splitlines()
+        if "spawned: '" in line
+    ]
+    assert spawned.index("diskinfo") < spawned.index("train"), spawned
+
+    train_pid = int(running.read_file("/run/pytorch-cuda/train.pid"))
+    monitor_pid = running.supervisor_pid("diskinfo")
+    assert monitor_pid > 0
+    code, out = running.exec(["kill", "-KILL", str(monitor_pid)])
+    assert code == 0, out
+
+    def restarted() -> bool:
+        pid = running.supervisor_pid("diskinfo")
+        return pid not in (0, monitor_pid) and running.supervisor_status()["diskinfo"] == "RUNNING"
+
+    wait_until(restarted, 30, lambda: f"monitor not restarted: {running.supervisor_status()}")
+    assert running.supervisor_status()["train"] == "RUNNING"
+    assert int(running.read_file("/run/pytorch-cuda/train.pid")) == train_pid
+    code, _ = running.exec(["kill", "-0", str(train_pid)])
+    assert code == 0, "the training command died with the monitor"
