@@ -1161,11 +1161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = "cpu-only" if args.cpu_only else "gpu"
     table = Table(CPU_CHECKS if args.cpu_only else GPU_CHECKS, sys.stdout)
     header = f"{PROG} ({mode}) on {socket.gethostname()}: {torch_check.detail}"
-    table.header(
-        [header, f"expecting CUDA {expected[0]} (from {expected[1]})"]
-        if not args.cpu_only
-        else [header]
-    )
+    expecting = [] if args.cpu_only else [f"expecting CUDA {expected[0]} (from {expected[1]})"]
+    table.header([header, *expecting])
     if torch is None:
         results = [torch_check]
         if driver is not None:
@@ -1178,10 +1175,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert driver is not None
         results = gpu_checks(torch, torch_check, driver, args, expected, table)
     print(summary_line(results))
-    report = build_report(mode, expected, environment(torch, driver), results)
+    try:
+        env = environment(torch, driver)
+    except Exception as exc:  # a half-working CUDA must not cost the report
+        env = {"error": first_line(exc)}
+    report = build_report(mode, expected, env, results)
     print(write_report(report, args.report or DEFAULT_REPORT, args.report is not None), flush=True)
     return EXIT_OK if overall_ok(results) else EXIT_FAILED
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)
