@@ -12,19 +12,19 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from diskinfo import __version__
+from diskinfo import __version__, diagnose
 from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures
 
 STATUS_SCHEMA = "diskinfo.status/1"
 
-# Thresholds. The saturated ones are those of the alert rules (monitoring/prometheus/rules.yml)
-# and of the verdicts' sustained warnings; defined here until diagnose.py exports them.
-AWAIT_SATURATED_MS = 50.0
-UTIL_SATURATED = 95.0  # percent
-AWAIT_BUSY_MS = 20.0
-UTIL_BUSY = 60.0
-NFS_RTT_SATURATED_MS = 50.0
-NFS_RTT_BUSY_MS = 20.0
+# Thresholds: the verdicts' own (diagnose.py), so that /status, the verdict and the alert
+# rules (monitoring/prometheus/rules.yml: 50 ms, 95%) tell one story.
+AWAIT_SATURATED_MS = diagnose.AWAIT_WARN_MS  # 50 ms
+UTIL_SATURATED = diagnose.DISK_UTIL_SATURATED_PCT  # 95 %
+AWAIT_BUSY_MS = diagnose.DISK_AWAIT_HIGH_MS  # 20 ms
+UTIL_BUSY = diagnose.DISK_BUSY_UTIL_PCT  # 50 %
+NFS_RTT_SATURATED_MS = AWAIT_SATURATED_MS
+NFS_RTT_BUSY_MS = AWAIT_BUSY_MS
 # below this many requests per second an await is one or two slow requests, not pressure
 MIN_IOPS = 1.0
 # a record older than this many intervals (and at least STALE_MIN_S) means "unknown"
@@ -118,7 +118,7 @@ def node_pressure(record: IntervalRecord | None, now: float | None = None) -> Pr
         level = max(level, nfs_level)
         evidence += why
     verdict = record.verdict.verdict if record.verdict else ""
-    if verdict == "input-bound: disk":
+    if verdict == diagnose.INPUT_DISK:
         level = 2
         evidence.append(f"verdict: {verdict}")
     if not evidence:

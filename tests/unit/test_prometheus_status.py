@@ -33,7 +33,7 @@ def rec(*devices: DeviceFigures, nfs=(), verdict=None, ts=None, elapsed=5.0) -> 
     [
         (DeviceFigures("vda"), "ok", "below"),
         (DeviceFigures("vda", r_s=50, r_await=1.0, util=30), "ok", "below"),
-        (DeviceFigures("vda", util=70), "busy", "%util 70.0% >= 60%"),
+        (DeviceFigures("vda", util=70), "busy", "%util 70.0% >= 50%"),
         (DeviceFigures("vda", r_s=10, r_await=25), "busy", "await 25.0 ms >= 20 ms"),
         (DeviceFigures("vda", util=95.0), "saturated", "%util 95.0% >= 95%"),
         (DeviceFigures("vda", r_s=10, r_await=80, w_s=10, w_await=20), "saturated", "50.0 ms"),

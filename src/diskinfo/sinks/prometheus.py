@@ -22,7 +22,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from diskinfo import __version__
+from diskinfo import __version__, diagnose
 from diskinfo.errors import UserError
 from diskinfo.pressure import STATES, node_pressure, redact, status_document
 from diskinfo.record import IntervalRecord
@@ -264,12 +264,12 @@ for _name, _help in LOADER_COUNTERS.values():
 
 # --- verdict and node pressure ---
 VERDICTS = (
-    "input-bound: disk",
-    "input-bound: cpu",
-    "input-bound: small-file random reads",
-    "compute-bound",
-    "idle",
-    "unknown",
+    diagnose.INPUT_DISK,
+    diagnose.INPUT_CPU,
+    diagnose.INPUT_SMALL_FILES,
+    diagnose.COMPUTE_BOUND,
+    diagnose.IDLE,
+    diagnose.UNKNOWN,
 )
 _spec(
     "diskinfo_verdict",
