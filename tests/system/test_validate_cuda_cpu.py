@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -118,3 +119,34 @@ def test_gpu_mode_with_a_driver_but_no_cuda_skips_with_reasons() -> None:
     assert status["cuda_available"] == status["cuda_version"] == vc.FAIL
     assert {status[n] for n in vc.GPU_CHECKS if n.startswith(("matmul", "h2d"))} == {vc.SKIP}
     assert [r.name for r in results] == list(vc.GPU_CHECKS)
+
+
+REPO = SCRIPT.parents[1]
+
+
+def make_test_cuda(path: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": path, "HOME": str(REPO)}
+    return subprocess.run(
+        ["make", "-s", "test-cuda", "DOCKER=/usr/bin/docker"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.skipif(not NO_GPU or shutil.which("make") is None, reason="needs make, no GPU")
+def test_make_test_cuda_skips_with_a_reason_and_succeeds(tmp_path: Path) -> None:
+    proc = make_test_cuda(os.environ["PATH"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (
+        "test-cuda: skipped: no NVIDIA GPU on this host (nvidia-smi missing or lists no GPU)"
+    )
+    # a GPU host whose Docker lacks the NVIDIA runtime: a stand-in nvidia-smi lists one GPU
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0)'\n")
+    fake.chmod(0o755)
+    proc = make_test_cuda(f"{tmp_path}:{os.environ['PATH']}")
+    assert proc.returncode == 0, proc.stderr
+    assert "skipped: GPU present but Docker has no NVIDIA runtime" in proc.stdout
