@@ -1,0 +1,399 @@
+"""Cold-cache read throughput: many small files vs. the same data packed into tar shards.
+
+    sudo .venv/bin/python benchmarks/bench_shards.py             # 20,000 files of 10-200 KB
+    sudo .venv/bin/python benchmarks/bench_shards.py --files 2000 --out /tmp/shards.md
+
+Creates a small-file dataset (ImageFolder layout, random sizes), packs it with
+`diskinfo pack`, then for each run: drops the page cache, starts `diskinfo watch` on the
+dataset's directory (1 s intervals, its own log directory), and reads one epoch in a child
+process wrapped with `diskinfo.torch.watch`, so the monitor sees the disk, the process tree
+and the loop's data-wait. Runs: (a) a map-style dataset of individual files, shuffled, with
+num_workers 0, 2 and 4; (b) ShardDataset over the shards with num_workers 0, 2 and 4;
+(c) the `webdataset` library over the same shards with 2 workers.
+
+The loop only reads (each sample is reduced to its length in the worker), so every run is
+input-bound by construction: the verdict says which kind, and the monitor's IOPS, request
+size and await say why. `--step-ms` adds a sleeping "GPU step" per batch. Writes a Markdown
+table, the monitor's verdicts and `diskinfo report` of the slowest and fastest runs; keeps
+each run's JSONL next to it. Needs root (drop_caches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = {
+    "files-w0": ("files", 0),
+    "files-w2": ("files", 2),
+    "files-w4": ("files", 4),
+    "shards-w0": ("shards", 0),
+    "shards-w2": ("shards", 2),
+    "shards-w4": ("shards", 4),
+    "webdataset-w2": ("webdataset", 2),
+}
+
+
+# --- the child: one epoch of reading, timed, with the loop's data-wait published ---
+
+
+def sample_size(sample: dict) -> int:
+    return sum(len(v) for k, v in sample.items() if not k.startswith("__") and k != "cls")
+
+
+class FileDataset:
+    """Map-style, one file per sample: what an ImageFolder-like Dataset does on disk."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> int:
+        with open(self.paths[index], "rb") as fh:
+            return len(fh.read())
+
+
+def child(kind: str, workers: int, data: Path, step_ms: float, batch: int) -> None:
+    import torch.utils.data
+
+    import diskinfo.torch
+
+    if kind == "files":
+        paths = sorted(str(p) for p in (data / "files").rglob("*.bin"))
+        dataset = FileDataset(paths)
+        gen = torch.Generator().manual_seed(0)
+        loader = torch.utils.data.DataLoader(
+            dataset, batch_size=batch, shuffle=True, num_workers=workers, generator=gen
+        )
+    elif kind == "shards":
+        from diskinfo.shards import ShardDataset
+
+        dataset = ShardDataset(data / "shards", transform=sample_size)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=batch, num_workers=workers)
+    else:
+        import webdataset as wds
+
+        from diskinfo.pack import read_manifest
+
+        manifest = read_manifest(data / "shards")
+        urls = [str(data / "shards" / s["name"]) for s in manifest["shards"]]
+        dataset = wds.WebDataset(urls, shardshuffle=False).map(sample_size)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=batch, num_workers=workers)
+    loader = diskinfo.torch.watch(loader)
+    print("ready", flush=True)  # imports done: the parent starts the monitor, drops the cache
+    sys.stdin.readline()
+    start = time.monotonic()
+    samples = nbytes = 0
+    for sizes in loader:
+        samples += len(sizes)
+        nbytes += int(sizes.sum())
+        if step_ms:
+            time.sleep(step_ms / 1000)
+    seconds = time.monotonic() - start
+    time.sleep(1.0)  # let the publisher write the last loader figures
+    print(json.dumps({"samples": samples, "bytes": nbytes, "seconds": seconds}), flush=True)
+
+
+# --- the parent ---
+
+
+def make_dataset(root: Path, files: int, min_kb: int, max_kb: int, classes: int = 10) -> int:
+    rng = random.Random(0)
+    total = 0
+    for i in range(files):
+        folder = root / f"class{i % classes:02d}"
+        if i < classes:
+            folder.mkdir(parents=True, exist_ok=True)
+        size = rng.randint(min_kb * 1024, max_kb * 1024)
+        (folder / f"{i:06d}.bin").write_bytes(rng.randbytes(size))
+        total += size
+    return total
+
+
+def drop_caches() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def diskinfo(*args: str, **kw) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "diskinfo.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, check=True, **kw)
+
+
+def one_run(name: str, data: Path, logs: Path, args: argparse.Namespace) -> dict:
+    kind, workers = RUNS[name]
+    run_dir = logs / name
+    shutil.rmtree(run_dir, ignore_errors=True)
+    (run_dir / "state").mkdir(parents=True)
+    env = dict(os.environ, DISKINFO_STATE_DIR=str(run_dir / "state"))
+    reader = subprocess.Popen(
+        [
+            *(sys.executable, __file__, "--child", kind, str(workers), str(data)),
+            *("--step-ms", str(args.step_ms), "--batch", str(args.batch)),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert reader.stdin is not None and reader.stdout is not None
+    if reader.stdout.readline().strip() != "ready":
+        raise SystemExit(f"bench_shards: run {name}: the reader did not start")
+    (run_dir / "train.pid").write_text(f"{reader.pid}\n")
+    watched = data / ("files" if kind == "files" else "shards")
+    watch = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "diskinfo.cli", "watch", str(watched), "--interval", "1"),
+            *("--log-dir", str(run_dir), "--pid-file", str(run_dir / "train.pid")),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(run_dir / "watch.stderr", "w"),  # noqa: SIM115 - closed with the process
+        env=env,
+    )
+    jsonl = run_dir / "diskinfo.jsonl"
+    deadline = time.monotonic() + 60
+    while not (jsonl.exists() and jsonl.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the monitor's first interval is recorded
+    # both processes have their code in memory now: dropping the cache leaves only the data cold
+    drop_caches()
+    time.sleep(2.0)  # quiet intervals before the epoch
+    reader.stdin.write("go\n")
+    reader.stdin.flush()
+    out, _ = reader.communicate(timeout=args.timeout)
+    if reader.returncode != 0:
+        watch.terminate()
+        raise SystemExit(f"bench_shards: run {name} failed (exit {reader.returncode})")
+    time.sleep(1.5)
+    watch.send_signal(signal.SIGTERM)
+    watch.wait(timeout=30)
+    result = json.loads(out.strip().splitlines()[-1])
+    shutil.copy(jsonl, logs / f"{name}.jsonl")
+    report = json.loads(diskinfo("report", str(jsonl), "--json", "--no-png").stdout)["runs"][0]
+    busy = busy_records(jsonl)
+    return {"name": name, **result, "report": report, "busy": busy}
+
+
+def busy_records(jsonl: Path) -> dict:
+    """Monitor figures over the intervals in which the loop ran (batches were delivered)."""
+    from diskinfo.report import disk_of, load_run, summarise
+
+    records = load_run(jsonl)
+    reading = [r for r in records if r.loader is not None and r.loader.batches > 0]
+    # storage bytes of the reader's tree: the main process's counter includes its reaped
+    # DataLoader workers, so its last value minus its first is the whole tree's
+    mains = [p.read_bytes_total for r in records for p in r.procs if p.role == "main"]
+    if not reading:
+        return {}
+    s = summarise(reading)
+    aqu = [d.aqu_sz for r in reading if (d := disk_of(r)) is not None]
+    return {
+        "intervals": len(reading),
+        "mb_s": s.disk_read_mb_s,
+        "r_s": s.disk_r_s,
+        "rareq_kb": s.disk_rareq_kb,
+        "r_await_ms": s.disk_r_await_ms,
+        "util": s.disk_util,
+        "aqu_sz": sum(aqu) / len(aqu),
+        "verdicts": s.verdict_shares,
+        "top_fix": s.top_fix,
+        "wait_share": s.wait_share,
+        "reader_bytes": mains[-1] - mains[0] if len(mains) > 1 else None,
+    }
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def write_results(path: Path, results: list[dict], meta: dict, compare: str) -> None:
+    base = next((r for r in results if r["name"] == "files-w0"), results[0])
+    best_files = max((r for r in results if r["name"].startswith("files")), key=rate, default=None)
+    lines = [
+        "# Small files vs. shards, cold cache (benchmarks/bench_shards.py)",
+        "",
+        f"Measured {meta['date']} on {meta['host']}: {meta['cores']} cores, kernel "
+        f"{meta['kernel']}, dataset on `{meta['device']}, {meta['fs']}. Dataset: "
+        f"{meta['files']:,} files of {meta['min_kb']}-{meta['max_kb']} KB "
+        f"({meta['bytes'] / 1e9:.2f} GB) in {meta['classes']} class directories; packed into "
+        f"{meta['shards']} shards of ~{meta['shard_size']} in {meta['pack_s']:.0f} s. "
+        f"Page cache dropped before every run; batch {meta['batch']}, simulated step "
+        f"{meta['step_ms']} ms. `diskinfo watch --interval 1` recorded each run; its figures "
+        "below are over the intervals in which the loop delivered batches.",
+        "",
+        "| run | samples/s | MB/s (loop) | x files-w0 | from disk | disk MB/s | r/s | kB/read "
+        "| r_await ms | aqu-sz | %util | data-wait | verdict (share of loop time) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        b = r["busy"]
+        verdicts = ", ".join(f"{v} {s * 100:.0f}%" for v, s in b.get("verdicts", {}).items())
+        lines.append(
+            f"| {r['name']} | {fmt(r['samples'] / r['seconds'])} | "
+            f"{fmt(r['bytes'] / r['seconds'] / 2**20, 1)} | {rate(r) / rate(base):.2f} | "
+            f"{from_disk(r)} | "
+            f"{fmt(b.get('mb_s'), 1)} | {fmt(b.get('r_s'))} | {fmt(b.get('rareq_kb'))} | "
+            f"{fmt(b.get('r_await_ms'), 2)} | {fmt(b.get('aqu_sz'), 2)} | {fmt(b.get('util'))} | "
+            f"{fmt((b.get('wait_share') or 0) * 100)}% | {verdicts or 'no verdict recorded'} |"
+        )
+    best_shards = max((r for r in results if "shards" in r["name"]), key=rate, default=None)
+    lines += [
+        "",
+        "MB/s is MiB/s (2^20 bytes), as iostat -m and the monitor report it. `from disk`: bytes "
+        "the reader's process tree fetched from storage (/proc/PID/io read_bytes) over the "
+        "payload: about 100% means the cache really was cold. The disk columns are the whole "
+        "device (`iostat -x` figures), other processes' I/O included.",
+        "",
+    ]
+    if best_files and best_shards:
+        lines.append(
+            f"Ratio: best shard run ({best_shards['name']}) / best file run "
+            f"({best_files['name']}) = **{rate(best_shards) / rate(best_files):.2f}x** samples/s; "
+            f"shards-w0 / files-w0 = **{ratio(results, 'shards-w0', 'files-w0')}x**."
+        )
+    lines += ["", "Top fix the monitor named per run:", ""]
+    for r in results:
+        lines.append(f"- {r['name']}: {r['busy'].get('top_fix') or 'none'}")
+    lines += [
+        "",
+        "`diskinfo report files-w0.jsonl shards-w0.jsonl` (whole runs, idle edges included):",
+        "",
+        "```",
+        compare,
+        "```",
+        "",
+        "Raw JSONL per run: `benchmarks/results/shards/`.",
+        "",
+    ]
+    path.write_text("\n".join(lines))
+
+
+def from_disk(r: dict) -> str:
+    """Share of the payload the reader's process tree fetched from storage (cold: ~100%)."""
+    fetched = r["busy"].get("reader_bytes")
+    return "-" if fetched is None or not r["bytes"] else f"{fetched / r['bytes'] * 100:.0f}%"
+
+
+def rate(r: dict) -> float:
+    return r["samples"] / r["seconds"]
+
+
+def ratio(results: list[dict], a: str, b: str) -> str:
+    by = {r["name"]: r for r in results}
+    return f"{rate(by[a]) / rate(by[b]):.2f}" if a in by and b in by else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="small files vs. shards, cold cache")
+    parser.add_argument("--child", nargs=3, metavar=("KIND", "WORKERS", "DATA"), help="internal")
+    parser.add_argument("--dir", default="/var/tmp/diskinfo-bench-shards", help="dataset dir")
+    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--min-kb", type=int, default=10)
+    parser.add_argument("--max-kb", type=int, default=200)
+    parser.add_argument("--shard-size", default="128MB")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--step-ms", type=float, default=0.0)
+    parser.add_argument("--runs", default=",".join(RUNS), help="comma-separated run names")
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "shards.md"))
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--keep", action="store_true", help="keep the dataset afterwards")
+    args = parser.parse_args()
+    if args.child:
+        kind, workers, data = args.child
+        child(kind, int(workers), Path(data), args.step_ms, args.batch)
+        return
+    if os.geteuid() != 0:
+        raise SystemExit("bench_shards: needs root to drop the page cache")
+    names = [n for n in args.runs.split(",") if n]
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        raise SystemExit(f"bench_shards: unknown runs {unknown}; known: {', '.join(RUNS)}")
+
+    data = Path(args.dir)
+    out = Path(args.out)
+    logs = out.parent / out.stem
+    logs.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    try:
+        t = time.monotonic()
+        nbytes = make_dataset(data / "files", args.files, args.min_kb, args.max_kb)
+        print(f"dataset: {args.files} files, {nbytes / 1e9:.2f} GB in {time.monotonic() - t:.0f} s")
+        t = time.monotonic()
+        diskinfo("pack", str(data / "files"), str(data / "shards"), "--shard-size", args.shard_size)
+        pack_s = time.monotonic() - t
+        manifest = json.loads((data / "shards" / "manifest.json").read_text())
+        print(f"packed into {len(manifest['shards'])} shards in {pack_s:.0f} s")
+        resolved = json.loads(diskinfo("resolve", str(data), "--json").stdout)
+        results = []
+        for name in names:
+            result = one_run(name, data, logs, args)
+            print(
+                f"{name}: {rate(result):,.0f} samples/s, "
+                f"{result['bytes'] / result['seconds'] / 2**20:.1f} MB/s, "
+                f"verdicts {result['busy'].get('verdicts')}",
+                flush=True,
+            )
+            results.append(result)
+        compare = ""
+        if "files-w0" in names and "shards-w0" in names:
+            compare = diskinfo(
+                "report",
+                str(logs / "files-w0.jsonl"),
+                str(logs / "shards-w0.jsonl"),
+                "--png",
+                str(logs / "files-w0-vs-shards-w0.png"),
+                cwd=logs,
+            ).stdout.strip()
+        meta = {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "host": platform.node(),
+            "cores": os.cpu_count(),
+            "kernel": platform.release(),
+            "device": describe_device(resolved),
+            "fs": describe_fs(resolved),
+            "files": args.files,
+            "min_kb": args.min_kb,
+            "max_kb": args.max_kb,
+            "bytes": nbytes,
+            "classes": 10,
+            "shards": len(manifest["shards"]),
+            "shard_size": args.shard_size,
+            "pack_s": pack_s,
+            "batch": args.batch,
+            "step_ms": args.step_ms,
+        }
+        write_results(out, results, meta, compare)
+        (logs / "results.json").write_text(json.dumps({"meta": meta, "runs": results}, indent=1))
+        print(f"results: {out}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(data, ignore_errors=True)
+
+
+def describe_device(resolved: dict) -> str:
+    dev = resolved.get("device") or {}
+    rot = {True: "rotational", False: "non-rotational"}.get(dev.get("rotational"), "")
+    size = f"{dev['size_bytes'] / 2**30:.0f} GiB" if dev.get("size_bytes") else ""
+    details = ", ".join(x for x in (dev.get("kind"), rot, size, dev.get("model")) if x)
+    return f"{dev.get('name', '?')}` ({details})" if details else f"{dev.get('name', '?')}`"
+
+
+def describe_fs(resolved: dict) -> str:
+    mount = resolved.get("mount") or {}
+    return f"{mount.get('fstype', '?')} on {mount.get('mountpoint', '?')}"
+
+
+if __name__ == "__main__":
+    main()
