@@ -11,6 +11,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from diskinfo.errors import UserError
@@ -24,7 +27,13 @@ from diskinfo.record import (
     ProcessIO,
     Verdict,
 )
-from diskinfo.sinks.prometheus import SPECS, PrometheusSink, markdown_table
+from diskinfo.sinks.prometheus import (
+    SPECS,
+    PrometheusSink,
+    RecordCollector,
+    _Totals,
+    markdown_table,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-T0KEN-4f9a"  # planted wherever a careless exporter might copy text from
@@ -340,3 +349,61 @@ def test_docs_table_is_the_exporters():
         "docs/metrics.md is out of date: replace its table with "
         "diskinfo.sinks.prometheus.markdown_table()"
     )
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=32)
+anything = st.floats(allow_nan=True, allow_infinity=True)
+label_text = st.text(min_size=1, max_size=20)  # quotes, backslashes, newlines, any unicode
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    devices=st.lists(
+        st.builds(
+            DeviceFigures,
+            device=label_text,
+            paths=st.lists(label_text, max_size=3),
+            r_s=anything,
+            util=anything,
+            r_await=anything,
+            in_flight=st.integers(-5, 2**40),
+            d_s=st.none() | finite,
+            counters=st.none()
+            | st.dictionaries(st.sampled_from(sorted(DISKSTATS)), st.integers(0, 2**64)),
+        ),
+        max_size=4,
+        unique_by=lambda d: d.device,
+    ),
+    nfs=st.lists(
+        st.builds(NfsFigures, mount=label_text, server=label_text, read_rtt_ms=anything),
+        max_size=2,
+        unique_by=lambda n: n.mount,
+    ),
+    verdict=st.none() | st.builds(Verdict, verdict=label_text),
+    elapsed=st.floats(0.001, 1e6),
+)
+def test_any_record_renders_as_parseable_exposition(devices, nfs, verdict, elapsed):
+    """Whatever the collectors put in a record, /metrics stays valid text format: label
+    values are escaped, odd floats are rendered, and each series appears once."""
+    collector = RecordCollector(lambda: (record, totals))
+    record = IntervalRecord(ts=1.0, elapsed_s=elapsed, devices=devices, nfs=nfs, verdict=verdict)
+    totals = _Totals()
+    totals.add(record)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    text = generate_latest(registry).decode()
+    families = list(text_string_to_metric_families(text))
+    seen = set()
+    for fam in families:
+        assert fam.name.removesuffix("_total") in {n.removesuffix("_total") for n in SPECS}
+        for s in fam.samples:
+            key = (s.name, tuple(sorted(s.labels.items())))
+            assert key not in seen, key
+            seen.add(key)
+    served_devices = {
+        s.labels["device"]
+        for fam in families
+        if fam.name == "diskinfo_disk_io_now"
+        for s in fam.samples
+    }
+    assert served_devices == {d.device for d in devices}
