@@ -11,5 +11,7 @@ fi
 rootfs=$(mktemp -d)
 trap 'rm -rf "$rootfs"' EXIT
 debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >/dev/null
+# debootstrap leaves its downloaded packages and lists behind (about 80 MB): not for an image
+rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
 tar -C "$rootfs" -c . | "$docker" import - "$image" >/dev/null
 echo "built stand-in base $image"

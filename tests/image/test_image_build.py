@@ -1,0 +1,89 @@
+"""What the built image is, before anything runs: metadata, layers, nothing secret or cached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.image
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def attrs(docker_client, image) -> dict:
+    return docker_client.images.get(image).attrs
+
+
+def inside(docker_client, image: str, script: str) -> str:
+    """Run a shell script in a throwaway container without the entrypoint: its output."""
+    out = docker_client.containers.run(
+        image, ["-c", script], entrypoint="bash", network_mode="host", remove=True
+    )
+    return out.decode()
+
+
+def test_metadata_labels_ports_health_and_entrypoint(attrs):
+    config = attrs["Config"]
+    labels = config["Labels"]
+    for key in ("title", "version", "revision", "licenses", "base.name"):
+        assert labels.get(f"org.opencontainers.image.{key}"), key
+    assert {"8888/tcp", "22/tcp", "9101/tcp"} <= set(config["ExposedPorts"])
+    assert config["Healthcheck"]["Test"][-1].endswith("healthcheck.sh")
+    assert config["Entrypoint"] == ["/usr/local/bin/entrypoint.sh"]
+    env = dict(item.split("=", 1) for item in config["Env"])
+    assert env["DISKINFO_STATE_DIR"] == "/run/diskinfo"
+    assert env["JUPYTER_PORT"] == "8888" and env["SSH_PORT"] == "22"
+    assert env["METRICS_PORT"] == "9101"
+
+
+CACHE_FILES = (
+    "find /var/cache/apt /var/lib/apt/lists /root/.cache -type f ! -name lock 2>/dev/null | sort"
+)
+
+
+def test_no_host_keys_and_no_package_caches_in_the_image(docker_client, image, attrs):
+    assert inside(docker_client, image, "ls /etc/ssh/ssh_host_* 2>/dev/null | wc -l").strip() == "0"
+    ours = set(inside(docker_client, image, CACHE_FILES).split())
+    base = attrs["Config"]["Labels"]["org.opencontainers.image.base.name"]
+    try:  # a debootstrap stand-in base brings its own apt files: only ours count
+        ours -= set(inside(docker_client, base, CACHE_FILES).split())
+    except docker_errors(docker_client):
+        pass
+    assert not ours, f"package caches ended up in a layer: {sorted(ours)[:10]}"
+
+
+def docker_errors(client) -> tuple[type[Exception], ...]:
+    import docker
+
+    return (docker.errors.ImageNotFound, docker.errors.ContainerError, docker.errors.APIError)
+
+
+def test_tools_and_our_package_are_installed(docker_client, image):
+    script = (
+        "set -e; python3 -c 'import torch, diskinfo, supervisor, jupyterlab, psutil'; "
+        "diskinfo --version; command -v sshd gcc; id jovyan"
+    )
+    if (REPO / "scripts" / "validate_cuda.py").exists():
+        script += "; validate-cuda --help >/dev/null && echo validate-cuda ok"
+    out = inside(docker_client, image, script)
+    assert "diskinfo" in out and "uid=1000(jovyan) gid=100" in out
+    if (REPO / "scripts" / "validate_cuda.py").exists():
+        assert "validate-cuda ok" in out
+
+
+def test_layers_are_ordered_by_how_often_they_change(attrs, docker_client, image):
+    history = [h["CreatedBy"] for h in docker_client.images.get(image).history()][::-1]
+
+    def first(marker: str) -> int:
+        return next(i for i, line in enumerate(history) if marker in line)
+
+    order = [
+        first("apt-get"),
+        first("torch=="),
+        first("jupyterlab"),
+        first("COPY src"),
+        first("COPY entrypoint.sh"),
+    ]
+    assert order == sorted(order), history
