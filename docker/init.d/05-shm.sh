@@ -8,8 +8,8 @@ if [ -n "$shm_mb" ]; then
   printf '%s\n' "$shm_mb" >"$STARTUP_STATE_DIR/shm_mb" 2>/dev/null || true
   if [ "$shm_mb" -lt "$SHM_MIN_MB" ]; then
     startup_log WARNING "/dev/shm is only ${shm_mb} MB: PyTorch DataLoader workers" \
-      "(num_workers > 0) can die with \"Bus error\". Restart the container with" \
-      "--shm-size=16g or --ipc=host."
+      "(num_workers > 0) can die with \"Bus error\" or \"unable to allocate shared memory\"." \
+      "Restart the container with --shm-size=16g or --ipc=host."
   fi
 else
   startup_log WARNING "/dev/shm is not mounted: DataLoader workers will fail." \
