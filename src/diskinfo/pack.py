@@ -240,6 +240,7 @@ class Progress:
         self.tty = enabled and stream.isatty()
         self.done_samples = self.done_bytes = self.skipped_bytes = 0
         self.start = self._last = time.monotonic()
+        self.drawn = False
 
     def advance(self, samples: int, nbytes: int, resumed: bool = False) -> None:
         self.done_samples += samples
@@ -251,10 +252,12 @@ class Progress:
             self._last = now
             self._draw(now)
 
-    def finish(self) -> None:
+    def finish(self, complete: bool = True) -> None:
+        """complete=False (an error follows): end the bar's line so the error stands alone."""
         if self.enabled:
-            self._draw(time.monotonic())
-            if self.tty:
+            if complete:
+                self._draw(time.monotonic())
+            if self.tty and (complete or self.drawn):
                 self.stream.write("\n")
             self.stream.flush()
 
@@ -269,6 +272,7 @@ class Progress:
             f"ETA {int(left) // 60}:{int(left) % 60:02d}"
         )
         self.stream.write(("\r" + line + "\x1b[K") if self.tty else line + "\n")
+        self.drawn = True
         self.stream.flush()
 
 
@@ -416,7 +420,8 @@ def write_shard(dest: Path, name: str, samples: list[Sample]) -> dict[str, Any]:
             raw.flush()
             os.fsync(raw.fileno())
             # clean pages after fsync: dropping them makes the check below read the device
-            os.posix_fadvise(raw.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            if hasattr(os, "posix_fadvise"):
+                os.posix_fadvise(raw.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
         sha256 = verify(tmp, expected)
         nbytes = tmp.stat().st_size
         os.replace(tmp, dest / name)
@@ -535,8 +540,10 @@ def pack(
             f"{human(total)} in all); finished shards are kept: free space and re-run the same "
             "command to resume"
         ) from None
-    finally:
-        bar.finish()
+    except BaseException:
+        bar.finish(complete=False)
+        raise
+    bar.finish()
     return manifest
 
 

@@ -304,3 +304,31 @@ def test_example_training_script_runs(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "epoch 0: 48 samples" in proc.stdout
+
+
+class FakeStream:
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+
+    def write(self, text: str) -> None:
+        self.text += text
+
+    def flush(self) -> None: ...
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize(
+    ("tty", "progress", "shown"),
+    [(True, None, True), (False, None, False), (False, True, True), (True, False, False)],
+)
+def test_progress_bar_only_on_a_tty_or_asked(
+    tmp_path: Path, tty: bool, progress: bool | None, shown: bool
+) -> None:
+    image_folder(tmp_path / "src", {"a": 12})
+    stream = FakeStream(tty)
+    pack(tmp_path / "src", tmp_path / "out", shard_size=20_000, progress=progress, stream=stream)  # type: ignore[arg-type]
+    assert ("100% 12/12 samples" in stream.text) == shown
+    if shown:
+        assert stream.text.startswith("\r") == tty and stream.text.endswith("\n")
