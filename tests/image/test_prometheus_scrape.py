@@ -182,6 +182,10 @@ def test_prometheus_rate_agrees_with_diskinfos_interval_figures(container, loop_
         dashboard_results = run_dashboard_queries(prom, dev, at)
         scraped = http_text(f"http://{metrics}/metrics")
         status = http_text(f"http://{metrics}/status")
+        # a user's `diskinfo status` inside the container finds the monitor by METRICS_PORT
+        code, printed = running.exec(["diskinfo", "status"], user="jovyan")
+        assert code == 0, printed
+        assert json.loads(printed)["pressure"] in ("ok", "busy", "saturated")
     finally:
         if fio is not None:
             fio.terminate()

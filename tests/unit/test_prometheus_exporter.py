@@ -346,8 +346,8 @@ def test_docs_table_is_the_exporters():
     begin, end = "<!-- metrics table: begin -->\n", "<!-- metrics table: end -->"
     documented = text.split(begin, 1)[1].split(end, 1)[0]
     assert documented == markdown_table(), (
-        "docs/metrics.md is out of date: replace its table with "
-        "diskinfo.sinks.prometheus.markdown_table()"
+        "docs/metrics.md is out of date: replace its table with the output of "
+        "`python -m diskinfo.sinks.prometheus`"
     )
 
 

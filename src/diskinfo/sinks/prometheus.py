@@ -548,3 +548,7 @@ def markdown_table() -> str:
         labels = ", ".join(f"`{label}`" for label in spec.labels)
         lines.append(f"| `{spec.name}` | {spec.kind} | {labels} | {spec.help} |")
     return "\n".join(lines).strip() + "\n"
+
+
+if __name__ == "__main__":  # python -m diskinfo.sinks.prometheus > table for docs/metrics.md
+    print(markdown_table(), end="")
