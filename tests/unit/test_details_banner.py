@@ -67,3 +67,53 @@ def test_driver_warning_agrees_with_numeric_order(parts):
 @given(st.text(max_size=20))
 def test_driver_warning_never_raises(text):
     banner.driver_warning(text)
+
+
+class _FakeNvml:
+    """Just the NVML calls the banner makes, answering like nvidia-ml-py does."""
+
+    def __init__(self, driver: str, gpus: list[tuple[str, int]], fail: bool = False) -> None:
+        self.driver, self.gpus, self.fail, self.shut = driver, gpus, fail, False
+
+    def nvmlInit(self):
+        if self.fail:
+            raise RuntimeError("NVML Shared Library Not Found")
+
+    def nvmlShutdown(self):
+        self.shut = True
+
+    def nvmlSystemGetDriverVersion(self):
+        return self.driver
+
+    def nvmlDeviceGetCount(self):
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetName(self, handle):
+        return self.gpus[handle][0].encode()  # older bindings return bytes
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        return type("Memory", (), {"total": self.gpus[handle][1] * 2**20})()
+
+
+def test_gpus_and_driver_come_from_nvml(monkeypatch):
+    fake = _FakeNvml("515.65.01", [("NVIDIA A100-SXM4-80GB", 81920)])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    facts = banner.Facts()
+    banner._gpus(facts)
+    assert fake.shut
+    assert facts.driver == "515.65.01"
+    assert facts.gpus == [banner.Gpu(0, "NVIDIA A100-SXM4-80GB", 81920)]
+    text = "\n".join(banner.render(facts))
+    assert "GPU 0      NVIDIA A100-SXM4-80GB, 81920 MiB, driver 515.65.01" in text
+    assert "WARNING: NVIDIA driver 515.65.01 is older than 520.61.05" in text
+
+
+def test_nvml_missing_means_no_gpu_visible(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml("", [], fail=True))
+    facts = banner.Facts()
+    banner._gpus(facts)
+    assert not facts.gpus and facts.driver is None
+    assert "no GPU visible: did you pass --gpus all?" in "\n".join(banner.render(facts))
