@@ -60,6 +60,22 @@ def test_objects_reference_each_other(docs):
     assert set(rule["verbs"]) <= {"get", "patch"}  # nothing more than the labeler needs
 
 
+@pytest.mark.parametrize("version", ["1.25.0", "1.37.0"])  # oldest and newest schemas bundled
+def test_every_object_validates_against_the_kubernetes_schema(version):
+    """The API server's own OpenAPI schemas, strict: unknown fields and wrong types fail."""
+    kv = pytest.importorskip("kubernetes_validate")
+    for doc in yaml.safe_load_all(MANIFEST.read_text()):
+        kv.validate(doc, version, strict=True)  # raises ValidationError
+
+
+def test_schema_validation_catches_a_typo():
+    kv = pytest.importorskip("kubernetes_validate")
+    ds = next(d for d in yaml.safe_load_all(MANIFEST.read_text()) if d["kind"] == "DaemonSet")
+    ds["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {}
+    with pytest.raises(kv.ValidationError):
+        kv.validate(ds, "1.37.0", strict=True)
+
+
 def test_monitor_container_serves_what_probes_and_scrapes_expect(docs):
     pod = docs["DaemonSet"]["spec"]["template"]
     containers = {c["name"]: c for c in pod["spec"]["containers"]}
