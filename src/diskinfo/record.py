@@ -47,6 +47,9 @@ class DeviceFigures:
     drqm_pct: float | None = None
     read_bytes: int = 0
     write_bytes: int = 0
+    # seconds between the two /proc/diskstats reads these rates come from (monotonic clock,
+    # taken at each read): within a millisecond of the record's elapsed_s, and exact
+    elapsed_s: float | None = None
     # cumulative /proc/diskstats counters at the end of the interval, for Prometheus (which
     # computes its own rates): raw kernel values keyed by sources.diskstats field names
     # ("rd_ios", "rd_sectors", "rd_ticks", ..., "io_ticks", "rq_ticks"; None fields left out).

@@ -85,6 +85,7 @@ class DiskCollector:
                 )
                 continue
             fig.paths = list(paths)
+            fig.elapsed_s = dt
             fig.counters = counters_of(cur)
             record.devices.append(fig)
         self._prev_t = now
