@@ -87,3 +87,16 @@ def test_layers_are_ordered_by_how_often_they_change(attrs, docker_client, image
         first("COPY entrypoint.sh"),
     ]
     assert order == sorted(order), history
+
+
+def test_dockerfile_has_a_devel_target_and_defaults_to_runtime():
+    """The devel stage needs NVIDIA's apt repository, so it is only built on the real base."""
+    text = (REPO / "Dockerfile").read_text()
+    stages = [line.split() for line in text.splitlines() if line.startswith("FROM ")]
+    assert ["FROM", "runtime", "AS", "devel"] in stages
+    assert stages[-1] == ["FROM", "runtime"], "the last stage (docker build's default) is runtime"
+    assert "cuda-nvcc-11-8" in text
+    assert "ARG BASE_IMAGE=nvidia/cuda:11.8.0-base-ubuntu22.04" in text
+    assert "ARG TORCH_VERSION=2.7.1" in text
+    assert "ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu118" in text
+    assert "# syntax=" not in text, "a syntax line pulls a frontend image from a registry"
