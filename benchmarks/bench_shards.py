@@ -21,6 +21,7 @@ each run's JSONL next to it. Needs root (drop_caches).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -134,7 +135,7 @@ def diskinfo(*args: str, **kw) -> subprocess.CompletedProcess[str]:
 
 def one_run(name: str, data: Path, logs: Path, args: argparse.Namespace) -> dict:
     kind, workers = RUNS[name]
-    run_dir = logs / name
+    run_dir = data / "runs" / name  # the monitor's own log directory; only the JSONL is kept
     shutil.rmtree(run_dir, ignore_errors=True)
     (run_dir / "state").mkdir(parents=True)
     env = dict(os.environ, DISKINFO_STATE_DIR=str(run_dir / "state"))
@@ -169,6 +170,7 @@ def one_run(name: str, data: Path, logs: Path, args: argparse.Namespace) -> dict
     # both processes have their code in memory now: dropping the cache leaves only the data cold
     drop_caches()
     time.sleep(2.0)  # quiet intervals before the epoch
+    load = os.getloadavg()[0]  # other work on the machine competes for CPU and disk
     reader.stdin.write("go\n")
     reader.stdin.flush()
     out, _ = reader.communicate(timeout=args.timeout)
@@ -182,7 +184,7 @@ def one_run(name: str, data: Path, logs: Path, args: argparse.Namespace) -> dict
     shutil.copy(jsonl, logs / f"{name}.jsonl")
     report = json.loads(diskinfo("report", str(jsonl), "--json", "--no-png").stdout)["runs"][0]
     busy = busy_records(jsonl)
-    return {"name": name, **result, "report": report, "busy": busy}
+    return {"name": name, **result, "load": load, "report": report, "busy": busy}
 
 
 def busy_records(jsonl: Path) -> dict:
@@ -192,8 +194,14 @@ def busy_records(jsonl: Path) -> dict:
     records = load_run(jsonl)
     reading = [r for r in records if r.loader is not None and r.loader.batches > 0]
     # storage bytes of the reader's tree: the main process's counter includes its reaped
-    # DataLoader workers, so its last value minus its first is the whole tree's
-    mains = [p.read_bytes_total for r in records for p in r.procs if p.role == "main"]
+    # DataLoader workers, so its last value minus its value before the epoch is the tree's
+    first = records.index(reading[0]) if reading else 0
+    mains = [
+        p.read_bytes_total
+        for r in records[max(first - 1, 0) :]
+        for p in r.procs
+        if p.role == "main"
+    ]
     if not reading:
         return {}
     s = summarise(reading)
@@ -213,6 +221,9 @@ def busy_records(jsonl: Path) -> dict:
     }
 
 
+NOTES = "<!-- notes below are written by hand and kept when the benchmark is run again -->"
+
+
 def fmt(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -224,7 +235,8 @@ def write_results(path: Path, results: list[dict], meta: dict, compare: str) -> 
         "# Small files vs. shards, cold cache (benchmarks/bench_shards.py)",
         "",
         f"Measured {meta['date']} on {meta['host']}: {meta['cores']} cores, kernel "
-        f"{meta['kernel']}, dataset on `{meta['device']}, {meta['fs']}. Dataset: "
+        f"{meta['kernel']}, dataset on `{meta['device']}, {meta['fs']} (queue: {meta['queue']}). "
+        "Dataset: "
         f"{meta['files']:,} files of {meta['min_kb']}-{meta['max_kb']} KB "
         f"({meta['bytes'] / 1e9:.2f} GB) in {meta['classes']} class directories; packed into "
         f"{meta['shards']} shards of ~{meta['shard_size']} in {meta['pack_s']:.0f} s. "
@@ -233,8 +245,8 @@ def write_results(path: Path, results: list[dict], meta: dict, compare: str) -> 
         "below are over the intervals in which the loop delivered batches.",
         "",
         "| run | samples/s | MB/s (loop) | x files-w0 | from disk | disk MB/s | r/s | kB/read "
-        "| r_await ms | aqu-sz | %util | data-wait | verdict (share of loop time) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| r_await ms | aqu-sz | %util | data-wait | load | verdict (share of loop time) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         b = r["busy"]
@@ -245,7 +257,8 @@ def write_results(path: Path, results: list[dict], meta: dict, compare: str) -> 
             f"{from_disk(r)} | "
             f"{fmt(b.get('mb_s'), 1)} | {fmt(b.get('r_s'))} | {fmt(b.get('rareq_kb'))} | "
             f"{fmt(b.get('r_await_ms'), 2)} | {fmt(b.get('aqu_sz'), 2)} | {fmt(b.get('util'))} | "
-            f"{fmt((b.get('wait_share') or 0) * 100)}% | {verdicts or 'no verdict recorded'} |"
+            f"{fmt((b.get('wait_share') or 0) * 100)}% | {r['load']:.1f} | "
+            f"{verdicts or 'no verdict recorded'} |"
         )
     best_shards = max((r for r in results if "shards" in r["name"]), key=rate, default=None)
     lines += [
@@ -253,7 +266,8 @@ def write_results(path: Path, results: list[dict], meta: dict, compare: str) -> 
         "MB/s is MiB/s (2^20 bytes), as iostat -m and the monitor report it. `from disk`: bytes "
         "the reader's process tree fetched from storage (/proc/PID/io read_bytes) over the "
         "payload: about 100% means the cache really was cold. The disk columns are the whole "
-        "device (`iostat -x` figures), other processes' I/O included.",
+        "device (`iostat -x` figures), other processes' I/O included; `load`: the 1-minute load "
+        "average when the run started (this machine is shared).",
         "",
     ]
     if best_files and best_shards:
@@ -273,10 +287,13 @@ def write_results(path: Path, results: list[dict], meta: dict, compare: str) -> 
         compare,
         "```",
         "",
-        "Raw JSONL per run: `benchmarks/results/shards/`.",
+        "Raw JSONL per run: `benchmarks/results/shards/` (`diskinfo report A.jsonl B.jsonl`).",
         "",
+        NOTES,
     ]
-    path.write_text("\n".join(lines))
+    previous = path.read_text() if path.exists() else ""
+    notes = previous.rsplit(NOTES, 1)[1].lstrip("\n") if NOTES in previous else ""
+    path.write_text("\n".join(lines) + "\n" + notes)
 
 
 def from_disk(r: dict) -> str:
@@ -350,10 +367,10 @@ def main() -> None:
         if "files-w0" in names and "shards-w0" in names:
             compare = diskinfo(
                 "report",
-                str(logs / "files-w0.jsonl"),
-                str(logs / "shards-w0.jsonl"),
+                "files-w0.jsonl",
+                "shards-w0.jsonl",
                 "--png",
-                str(logs / "files-w0-vs-shards-w0.png"),
+                "files-w0-vs-shards-w0.png",
                 cwd=logs,
             ).stdout.strip()
         meta = {
@@ -362,6 +379,7 @@ def main() -> None:
             "cores": os.cpu_count(),
             "kernel": platform.release(),
             "device": describe_device(resolved),
+            "queue": queue_settings(resolved),
             "fs": describe_fs(resolved),
             "files": args.files,
             "min_kb": args.min_kb,
@@ -388,6 +406,18 @@ def describe_device(resolved: dict) -> str:
     size = f"{dev['size_bytes'] / 2**30:.0f} GiB" if dev.get("size_bytes") else ""
     details = ", ".join(x for x in (dev.get("kind"), rot, size, dev.get("model")) if x)
     return f"{dev.get('name', '?')}` ({details})" if details else f"{dev.get('name', '?')}`"
+
+
+def queue_settings(resolved: dict) -> str:
+    name = (resolved.get("device") or {}).get("name", "")
+    parts = []
+    for key in ("scheduler", "read_ahead_kb", "max_sectors_kb", "nr_requests"):
+        with contextlib.suppress(OSError):
+            value = Path(f"/sys/block/{name}/queue/{key}").read_text().strip()
+            if "[" in value:  # "none [mq-deadline] kyber": the one in use
+                value = value.split("[", 1)[1].split("]", 1)[0]
+            parts.append(f"{key} {value}")
+    return ", ".join(parts)
 
 
 def describe_fs(resolved: dict) -> str:
