@@ -34,7 +34,7 @@ write_ssh_env() {
     echo "# Written at container start by 60-ssh-env.sh: the container's environment, no secrets."
     while IFS= read -r name; do
       ssh_env_is_kept "$name" || continue
-      value=${!name}
+      value=${!name-}
       printf 'export %s=%s\n' "$name" "'${value//$q/$q\\$q$q}'"
     done < <(compgen -e | sort)
     echo "export PYTORCH_CUDA_SSH_ENV=1"
