@@ -7,12 +7,17 @@ nominal figures and %util say little about NVMe, RAID or network block storage.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import mmap
 import os
+import random
 import tempfile
+import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from diskinfo.errors import UserError
 from diskinfo.loader_state import STATE_DIR_ENV
 
 SCHEMA = "diskinfo.baseline/1"
@@ -112,3 +117,115 @@ class BaselineCache:
             self._stamp = stamp
             self._data = load(self.path) if stamp is not None else {}
         return self._data
+
+
+# --- measuring (`diskinfo bench`) ---
+
+SEQ_BLOCK = 1 << 20
+RAND_BLOCK = 4096
+
+
+@dataclass
+class ReadResult:
+    ios: int
+    nbytes: int
+    seconds: float
+
+    @property
+    def mb_s(self) -> float:
+        return self.nbytes / 2**20 / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def iops(self) -> float:
+        return self.ios / self.seconds if self.seconds > 0 else 0.0
+
+
+def open_direct(path: str) -> int:
+    """O_DIRECT read-only descriptor: reads bypass the page cache, as fio --direct=1."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:
+            raise UserError(
+                f"{path}: the filesystem does not support direct I/O (tmpfs, some FUSE): "
+                "there is no device bandwidth to measure here"
+            ) from None
+        raise
+
+
+def _aligned(size: int) -> mmap.mmap:
+    return mmap.mmap(-1, size)  # anonymous mappings are page aligned, as O_DIRECT needs
+
+
+def sequential_read(path: str, seconds: float, limit: int | None = None) -> ReadResult:
+    """1 MiB direct reads front to back (wrapping at the end) for `seconds`, queue depth 1."""
+    fd = open_direct(path)
+    buf = _aligned(SEQ_BLOCK)
+    try:
+        size = os.fstat(fd).st_size
+        span = min(size, limit) if limit else size
+        span -= span % SEQ_BLOCK
+        if span < SEQ_BLOCK:
+            raise UserError(f"{path}: file too small for a sequential test (< 1 MiB)")
+        ios = nbytes = 0
+        offset = 0
+        start = time.perf_counter()
+        end = start + seconds
+        now = start
+        while now < end:
+            n = os.preadv(fd, [buf], offset)
+            ios += 1
+            nbytes += n
+            offset += SEQ_BLOCK
+            if offset >= span:
+                offset = 0
+            now = time.perf_counter()
+        return ReadResult(ios, nbytes, now - start)
+    finally:
+        buf.close()
+        os.close(fd)
+
+
+def random_read(path: str, seconds: float, seed: int = 0) -> ReadResult:
+    """4 KiB direct reads at uniformly random aligned offsets for `seconds`, queue depth 1."""
+    fd = open_direct(path)
+    buf = _aligned(RAND_BLOCK)
+    try:
+        blocks = os.fstat(fd).st_size // RAND_BLOCK
+        if blocks < 2:
+            raise UserError(f"{path}: file too small for a random-read test")
+        pick = random.Random(seed).randrange
+        preadv = os.preadv
+        clock = time.perf_counter
+        ios = 0
+        start = clock()
+        end = start + seconds
+        now = start
+        while now < end:
+            preadv(fd, [buf], pick(blocks) * RAND_BLOCK)
+            ios += 1
+            if ios & 7 == 0:  # the clock costs as much as a fast read: look every 8
+                now = clock()
+        now = clock()
+        return ReadResult(ios, ios * RAND_BLOCK, now - start)
+    finally:
+        buf.close()
+        os.close(fd)
+
+
+def write_test_file(directory: str, size: int) -> str:
+    """A file of incompressible data in `directory`, flushed to the device."""
+    fd, path = tempfile.mkstemp(prefix=".diskinfo-bench-", dir=directory)
+    try:
+        block = os.urandom(SEQ_BLOCK)
+        written = 0
+        while written < size:
+            written += os.write(fd, block[: min(SEQ_BLOCK, size - written)])
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    os.close(fd)
+    return path

@@ -68,7 +68,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     # --- bench (issue: verdicts; device baseline) ---
     p = sub.add_parser("bench", help="measure the device's sequential bandwidth and random IOPS")
-    p.add_argument("path", metavar="PATH")
+    p.add_argument("path", metavar="PATH", help="a directory (a test file is made) or a file")
+    p.add_argument(
+        "--size",
+        type=_handler("diskinfo.commands.bench", "parse_size"),
+        default="512M",
+        help="test file size / bytes read from a file (default 512M)",
+    )
+    p.add_argument(
+        "--seconds", type=positive_float, default=5.0, help="seconds per test (default 5)"
+    )
+    p.add_argument("--baseline", default=None, help="store file (default: see docs/verdicts.md)")
+    p.add_argument("--no-save", action="store_true", help="measure only, store nothing")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_handler("diskinfo.commands.bench"))
 
     # --- report (issues: verdicts report; before/after comparison) ---
