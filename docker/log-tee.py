@@ -11,8 +11,8 @@ import contextlib
 import os
 import sys
 
-MAX_BYTES = int(os.environ.get("LOG_MAX_BYTES", 50 * 2**20))
-BACKUPS = int(os.environ.get("LOG_BACKUPS", 5))
+MAX_BYTES = int(os.environ.get("TRAIN_LOG_MAX_BYTES", 50 * 2**20))
+BACKUPS = int(os.environ.get("TRAIN_LOG_BACKUPS", 5))
 
 
 def rotate(path: str, backups: int) -> None:

@@ -119,6 +119,7 @@ def test_without_a_key_sshd_is_off_and_the_log_says_how(container, tmp_path, wai
     running = container("sleep", "60", volumes={str(tmp_path): {"bind": "/workspace/logs"}})
     running.wait_for_program("diskinfo")
     assert running.supervisor_status()["sshd"] == "STOPPED"
+    assert running.supervisor_status()["jupyter"] == "STOPPED"  # JUPYTER_ENABLE=0
     assert "PUBLIC_KEY" in tmp_path.joinpath("sshd.log").read_text()
     assert "PUBLIC_KEY" in running.logs()
 

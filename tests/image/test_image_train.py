@@ -60,6 +60,26 @@ def test_arguments_arrive_verbatim_in_docker_logs_and_train_log(container, tmp_p
         assert json.loads(lines[0][len("ARGV=") :]) == TRICKY_ARGS, where
 
 
+def test_train_log_rotates_and_keeps_every_line(container, tmp_path: Path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = "for i in range(4000): print(f'line {i:05d} ' + 'x' * 50)"
+    running = container(
+        "python3",
+        "-c",
+        script,
+        env={"TRAIN_LOG_MAX_BYTES": "65536", "TRAIN_LOG_BACKUPS": "9"},
+        volumes={str(logs): {"bind": "/workspace/logs"}},
+    )
+    assert running.wait(timeout=60) == 0
+    backups = sorted(logs.glob("train.log.*"), key=lambda p: int(p.suffix[1:]), reverse=True)
+    files = [*backups, logs / "train.log"]  # oldest first
+    assert len(files) >= 4, [p.name for p in files]
+    assert all(p.stat().st_size <= 65536 for p in files)
+    text = "".join(p.read_text() for p in files)
+    assert [line.split()[1] for line in text.splitlines()] == [f"{i:05d}" for i in range(4000)]
+
+
 def test_no_argument_was_run_by_a_shell(container):
     running = container("sleep", "30", *TRICKY_ARGS[5:8])
     running.wait_for_program("train")
