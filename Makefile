@@ -40,9 +40,9 @@ $(VENV)/.installed: pyproject.toml
 dev: $(VENV)/.installed
 
 lint: dev
-	$(VENV)/bin/ruff check src tests scripts benchmarks
-	$(VENV)/bin/ruff format --check src tests scripts benchmarks
-	$(VENV)/bin/shellcheck entrypoint.sh $$(git ls-files '*.sh') 
+	$(VENV)/bin/ruff check src tests scripts benchmarks docker
+	$(VENV)/bin/ruff format --check src tests scripts benchmarks docker
+	$(VENV)/bin/shellcheck entrypoint.sh .ci/run $$(git ls-files '*.sh')
 	$(VENV)/bin/hadolint Dockerfile
 
 test-unit: dev
