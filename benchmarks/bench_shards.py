@@ -4,18 +4,19 @@
     sudo .venv/bin/python benchmarks/bench_shards.py --files 2000 --out /tmp/shards.md
 
 Creates a small-file dataset (ImageFolder layout, random sizes), packs it with
-`diskinfo pack`, then for each run: drops the page cache, starts `diskinfo watch` on the
-dataset's directory (1 s intervals, its own log directory), and reads one epoch in a child
-process wrapped with `diskinfo.torch.watch`, so the monitor sees the disk, the process tree
-and the loop's data-wait. Runs: (a) a map-style dataset of individual files, shuffled, with
-num_workers 0, 2 and 4; (b) ShardDataset over the shards with num_workers 0, 2 and 4;
-(c) the `webdataset` library over the same shards with 2 workers.
+`diskinfo pack`, then for each run: starts a reader child (one epoch, its DataLoader wrapped
+with `diskinfo.torch.watch`) in its own blkio cgroup, starts `diskinfo watch` on the data
+(1 s intervals, --pid-file on the reader), makes the data cold (make_cold), and says go.
+Runs: (a) a map-style dataset of individual files, shuffled, num_workers 0, 2 and 4;
+(b) ShardDataset over the shards, num_workers 0, 2 and 4; (c) the `webdataset` library over
+the same shards, 2 workers. `--iops-limit N` repeats some runs with the reader's read IOPS
+capped by blkio throttling (emulated network/cloud storage).
 
 The loop only reads (each sample is reduced to its length in the worker), so every run is
 input-bound by construction: the verdict says which kind, and the monitor's IOPS, request
 size and await say why. `--step-ms` adds a sleeping "GPU step" per batch. Writes a Markdown
-table, the monitor's verdicts and `diskinfo report` of the slowest and fastest runs; keeps
-each run's JSONL next to it. Needs root (drop_caches).
+table with the monitor's figures and verdicts, `diskinfo report` of files-w0 vs shards-w0,
+and each run's JSONL next to it. Needs root (drop_caches, cgroups).
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def child(kind: str, workers: int, data: Path, step_ms: float, batch: int) -> No
         loader = torch.utils.data.DataLoader(dataset, batch_size=batch, num_workers=workers)
     loader = diskinfo.torch.watch(loader)
     print("ready", flush=True)  # imports done: the parent starts the monitor, drops the cache
-    sys.stdin.readline()
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit(1)  # the parent gave up
     start = time.monotonic()
     samples = nbytes = 0
     for sizes in loader:
@@ -123,9 +125,24 @@ def make_dataset(root: Path, files: int, min_kb: int, max_kb: int, classes: int 
     return total
 
 
-def drop_caches() -> None:
+def make_cold(data: Path, pids: list[int]) -> None:
+    """Drop the page cache, dentries and inodes (drop_caches=3), then read back the files the
+    reader and the monitor have mapped (python, torch's libraries): the data is cold, the code
+    is not, so the reader's storage reads are the data's and not code pages faulting back."""
     os.sync()
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    mapped: set[str] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                parts = line.split(maxsplit=5)
+                if len(parts) == 6 and parts[5].startswith("/"):
+                    mapped.add(parts[5])
+    for name in sorted(mapped):
+        if Path(name).is_file() and not Path(name).is_relative_to(data):
+            with contextlib.suppress(OSError), open(name, "rb") as fh:
+                while fh.read(1 << 20):
+                    pass
 
 
 def diskinfo(*args: str, **kw) -> subprocess.CompletedProcess[str]:
@@ -133,8 +150,18 @@ def diskinfo(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=True, **kw)
 
 
-def one_run(name: str, data: Path, logs: Path, args: argparse.Namespace) -> dict:
+def one_run(
+    name: str,
+    data: Path,
+    logs: Path,
+    args: argparse.Namespace,
+    group: Blkio | None = None,
+    capped: bool = False,
+) -> dict:
+    """One cold epoch under the monitor, the reader in `group` (its own I/O accounting)."""
     kind, workers = RUNS[name]
+    if capped:
+        name = f"{name}-{args.iops_limit}iops"
     run_dir = data / "runs" / name  # the monitor's own log directory; only the JSONL is kept
     shutil.rmtree(run_dir, ignore_errors=True)
     (run_dir / "state").mkdir(parents=True)
@@ -152,6 +179,8 @@ def one_run(name: str, data: Path, logs: Path, args: argparse.Namespace) -> dict
     assert reader.stdin is not None and reader.stdout is not None
     if reader.stdout.readline().strip() != "ready":
         raise SystemExit(f"bench_shards: run {name}: the reader did not start")
+    if group is not None:  # before the epoch: the DataLoader workers fork into it too
+        group.add(reader.pid)
     (run_dir / "train.pid").write_text(f"{reader.pid}\n")
     watched = data / ("files" if kind == "files" else "shards")
     watch = subprocess.Popen(
@@ -167,13 +196,14 @@ def one_run(name: str, data: Path, logs: Path, args: argparse.Namespace) -> dict
     deadline = time.monotonic() + 60
     while not (jsonl.exists() and jsonl.stat().st_size) and time.monotonic() < deadline:
         time.sleep(0.2)  # the monitor's first interval is recorded
-    # both processes have their code in memory now: dropping the cache leaves only the data cold
-    drop_caches()
+    make_cold(data, [reader.pid, watch.pid])
     time.sleep(2.0)  # quiet intervals before the epoch
     load = os.getloadavg()[0]  # other work on the machine competes for CPU and disk
+    before = group.reads() if group is not None else None
     reader.stdin.write("go\n")
     reader.stdin.flush()
     out, _ = reader.communicate(timeout=args.timeout)
+    after = group.reads() if group is not None else None
     if reader.returncode != 0:
         watch.terminate()
         raise SystemExit(f"bench_shards: run {name} failed (exit {reader.returncode})")
@@ -184,7 +214,11 @@ def one_run(name: str, data: Path, logs: Path, args: argparse.Namespace) -> dict
     shutil.copy(jsonl, logs / f"{name}.jsonl")
     report = json.loads(diskinfo("report", str(jsonl), "--json", "--no-png").stdout)["runs"][0]
     busy = busy_records(jsonl)
-    return {"name": name, **result, "load": load, "report": report, "busy": busy}
+    own = None
+    if before is not None and after is not None and after[0] > before[0]:
+        n, nbytes = after[0] - before[0], after[1] - before[1]
+        own = {"reads": n, "bytes": nbytes, "r_s": n / result["seconds"], "kb": nbytes / n / 1024}
+    return {"name": name, **result, "load": load, "own": own, "report": report, "busy": busy}
 
 
 def busy_records(jsonl: Path) -> dict:
@@ -228,25 +262,13 @@ def fmt(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def write_results(path: Path, results: list[dict], meta: dict, compare: str) -> None:
-    base = next((r for r in results if r["name"] == "files-w0"), results[0])
-    best_files = max((r for r in results if r["name"].startswith("files")), key=rate, default=None)
+def table(results: list[dict]) -> list[str]:
+    base = next((r for r in results if r["name"].startswith("files-w0")), results[0])
     lines = [
-        "# Small files vs. shards, cold cache (benchmarks/bench_shards.py)",
-        "",
-        f"Measured {meta['date']} on {meta['host']}: {meta['cores']} cores, kernel "
-        f"{meta['kernel']}, dataset on `{meta['device']}, {meta['fs']} (queue: {meta['queue']}). "
-        "Dataset: "
-        f"{meta['files']:,} files of {meta['min_kb']}-{meta['max_kb']} KB "
-        f"({meta['bytes'] / 1e9:.2f} GB) in {meta['classes']} class directories; packed into "
-        f"{meta['shards']} shards of ~{meta['shard_size']} in {meta['pack_s']:.0f} s. "
-        f"Page cache dropped before every run; batch {meta['batch']}, simulated step "
-        f"{meta['step_ms']} ms. `diskinfo watch --interval 1` recorded each run; its figures "
-        "below are over the intervals in which the loop delivered batches.",
-        "",
-        "| run | samples/s | MB/s (loop) | x files-w0 | from disk | disk MB/s | r/s | kB/read "
-        "| r_await ms | aqu-sz | %util | data-wait | load | verdict (share of loop time) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        f"| run | samples/s | MB/s (loop) | x {base['name']} | reader reads/s | reader kB/read "
+        "| from disk | disk MB/s | r/s | kB/read | r_await ms | aqu-sz | %util | data-wait | load "
+        "| verdict (share of loop time) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         b = r["busy"]
@@ -254,38 +276,75 @@ def write_results(path: Path, results: list[dict], meta: dict, compare: str) -> 
         lines.append(
             f"| {r['name']} | {fmt(r['samples'] / r['seconds'])} | "
             f"{fmt(r['bytes'] / r['seconds'] / 2**20, 1)} | {rate(r) / rate(base):.2f} | "
+            f"{fmt((r.get('own') or {}).get('r_s'))} | {fmt((r.get('own') or {}).get('kb'))} | "
             f"{from_disk(r)} | "
             f"{fmt(b.get('mb_s'), 1)} | {fmt(b.get('r_s'))} | {fmt(b.get('rareq_kb'))} | "
             f"{fmt(b.get('r_await_ms'), 2)} | {fmt(b.get('aqu_sz'), 2)} | {fmt(b.get('util'))} | "
             f"{fmt((b.get('wait_share') or 0) * 100)}% | {r['load']:.1f} | "
             f"{verdicts or 'no verdict recorded'} |"
         )
-    best_shards = max((r for r in results if "shards" in r["name"]), key=rate, default=None)
-    lines += [
+    files = [r for r in results if r["name"].startswith("files")]
+    shards = [r for r in results if "shards" in r["name"]]
+    if files and shards:
+        bf, bs = max(files, key=rate), max(shards, key=rate)
+        lines += [
+            "",
+            f"Ratio: best shard run ({bs['name']}) / best file run ({bf['name']}) = "
+            f"**{rate(bs) / rate(bf):.2f}x** samples/s; {shards[0]['name']} / {files[0]['name']}"
+            f" = **{rate(shards[0]) / rate(files[0]):.2f}x**.",
+        ]
+    lines += ["", "Top fix the monitor named per run:", ""]
+    lines += [f"- {r['name']}: {r['busy'].get('top_fix') or 'none'}" for r in results]
+    return lines
+
+
+def write_results(
+    path: Path, results: list[dict], throttled: list[dict], meta: dict, compare: dict[str, str]
+) -> None:
+    lines = [
+        "# Small files vs. shards, cold cache (benchmarks/bench_shards.py)",
+        "",
+        f"Measured {meta['date']} on {meta['host']}: {meta['cores']} cores, kernel "
+        f"{meta['kernel']}, dataset on `{meta['device']}, {meta['fs']} (queue: {meta['queue']}). "
+        f"Dataset: {meta['files']:,} files of {meta['min_kb']}-{meta['max_kb']} KB "
+        f"({meta['bytes'] / 1e9:.2f} GB) in {meta['classes']} class directories; packed into "
+        f"{meta['shards']} shards of ~{meta['shard_size']} in {meta['pack_s']:.0f} s. "
+        "Before every run the page cache, dentries and inodes were dropped (drop_caches=3) and "
+        "the files mapped by the reader and the monitor (python, torch's libraries) read back, "
+        "so the data is cold and the code is not; "
+        f"batch {meta['batch']}, simulated step {meta['step_ms']} ms. `diskinfo watch "
+        "--interval 1` recorded each run; its figures below are over the intervals in which "
+        "the loop delivered batches.",
         "",
         "MB/s is MiB/s (2^20 bytes), as iostat -m and the monitor report it. `from disk`: bytes "
         "the reader's process tree fetched from storage (/proc/PID/io read_bytes) over the "
         "payload: about 100% means the cache really was cold. The disk columns are the whole "
         "device (`iostat -x` figures), other processes' I/O included; `load`: the 1-minute load "
-        "average when the run started (this machine is shared).",
+        "average when the run started (this machine is shared). `reader reads/s` and `reader "
+        "kB/read`: the read I/Os the reader's process tree alone issued to the device and their "
+        "mean size, from its blkio cgroup's counters (bios, before the block layer merges "
+        "them), over the loop's wall time.",
         "",
+        "## This machine's disk, as it is",
+        "",
+        *table(results),
     ]
-    if best_files and best_shards:
-        lines.append(
-            f"Ratio: best shard run ({best_shards['name']}) / best file run "
-            f"({best_files['name']}) = **{rate(best_shards) / rate(best_files):.2f}x** samples/s; "
-            f"shards-w0 / files-w0 = **{ratio(results, 'shards-w0', 'files-w0')}x**."
-        )
-    lines += ["", "Top fix the monitor named per run:", ""]
-    for r in results:
-        lines.append(f"- {r['name']}: {r['busy'].get('top_fix') or 'none'}")
+    if throttled:
+        lines += [
+            "",
+            f"## The same disk capped at {meta['iops_limit']:,} read IOPS (emulated)",
+            "",
+            "The reader's process tree ran in a cgroup-v1 blkio group with "
+            f"`blkio.throttle.read_iops_device` = {meta['iops_limit']} on the dataset's device "
+            "and no bandwidth cap: the request-rate limit of network and cloud block storage "
+            "(and, loosely, of a seeking hard disk). Emulated, not measured on such storage.",
+            "",
+            *table(throttled),
+        ]
+    for title, text in compare.items():
+        lines += ["", f"`diskinfo report {title}` (whole runs, idle edges included):", ""]
+        lines += ["```", text, "```"]
     lines += [
-        "",
-        "`diskinfo report files-w0.jsonl shards-w0.jsonl` (whole runs, idle edges included):",
-        "",
-        "```",
-        compare,
-        "```",
         "",
         "Raw JSONL per run: `benchmarks/results/shards/` (`diskinfo report A.jsonl B.jsonl`).",
         "",
@@ -306,11 +365,6 @@ def rate(r: dict) -> float:
     return r["samples"] / r["seconds"]
 
 
-def ratio(results: list[dict], a: str, b: str) -> str:
-    by = {r["name"]: r for r in results}
-    return f"{rate(by[a]) / rate(by[b]):.2f}" if a in by and b in by else "-"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description="small files vs. shards, cold cache")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "WORKERS", "DATA"), help="internal")
@@ -324,6 +378,10 @@ def main() -> None:
     parser.add_argument("--runs", default=",".join(RUNS), help="comma-separated run names")
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "shards.md"))
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument(
+        "--iops-limit", type=int, default=0, help="also run capped at N read IOPS (blkio)"
+    )
+    parser.add_argument("--throttled-runs", default="files-w0,files-w4,shards-w0,shards-w4")
     parser.add_argument("--keep", action="store_true", help="keep the dataset afterwards")
     args = parser.parse_args()
     if args.child:
@@ -354,8 +412,9 @@ def main() -> None:
         print(f"packed into {len(manifest['shards'])} shards in {pack_s:.0f} s")
         resolved = json.loads(diskinfo("resolve", str(data), "--json").stdout)
         results = []
+        group = Blkio.make("diskinfo-bench-shards", resolved)
         for name in names:
-            result = one_run(name, data, logs, args)
+            result = one_run(name, data, logs, args, group)
             print(
                 f"{name}: {rate(result):,.0f} samples/s, "
                 f"{result['bytes'] / result['seconds'] / 2**20:.1f} MB/s, "
@@ -363,16 +422,29 @@ def main() -> None:
                 flush=True,
             )
             results.append(result)
-        compare = ""
-        if "files-w0" in names and "shards-w0" in names:
-            compare = diskinfo(
-                "report",
-                "files-w0.jsonl",
-                "shards-w0.jsonl",
-                "--png",
-                "files-w0-vs-shards-w0.png",
-                cwd=logs,
-            ).stdout.strip()
+        if group is not None:
+            group.remove()
+        throttled = []
+        if args.iops_limit:
+            capped = Blkio.make("diskinfo-bench-shards-capped", resolved, args.iops_limit)
+            try:
+                for name in args.throttled_runs.split(","):
+                    result = one_run(name, data, logs, args, capped, capped=True)
+                    print(f"{result['name']}: {rate(result):,.0f} samples/s", flush=True)
+                    throttled.append(result)
+            finally:
+                if capped is not None:
+                    capped.remove()
+        compare = {}
+        for group in (results, throttled):
+            a = next((r["name"] for r in group if r["name"].startswith("files-w0")), None)
+            b = next((r["name"] for r in group if r["name"].startswith("shards-w0")), None)
+            if a and b:
+                compare[f"{a}.jsonl {b}.jsonl"] = diskinfo(
+                    "report",
+                    *(f"{a}.jsonl", f"{b}.jsonl", "--png", f"{a}-vs-{b}.png"),
+                    cwd=logs,
+                ).stdout.strip()
         meta = {
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "host": platform.node(),
@@ -391,13 +463,57 @@ def main() -> None:
             "pack_s": pack_s,
             "batch": args.batch,
             "step_ms": args.step_ms,
+            "iops_limit": args.iops_limit,
         }
-        write_results(out, results, meta, compare)
-        (logs / "results.json").write_text(json.dumps({"meta": meta, "runs": results}, indent=1))
+        write_results(out, results, throttled, meta, compare)
+        everything = {"meta": meta, "runs": results, "throttled": throttled}
+        (logs / "results.json").write_text(json.dumps(everything, indent=1))
         print(f"results: {out}")
     finally:
         if not args.keep:
             shutil.rmtree(data, ignore_errors=True)
+
+
+class Blkio:
+    """A cgroup-v1 blkio group for the reader: the kernel counts the I/O it issues to the
+    dataset's device (separating it from the rest of a shared machine), and can cap its IOPS."""
+
+    ROOT = Path("/sys/fs/cgroup/blkio")
+
+    def __init__(self, name: str, devno: str, read_iops: int = 0) -> None:
+        self.path, self.devno = self.ROOT / name, devno
+        self.path.mkdir(exist_ok=True)
+        if read_iops:
+            (self.path / "blkio.throttle.read_iops_device").write_text(f"{devno} {read_iops}\n")
+
+    @classmethod
+    def make(cls, name: str, resolved: dict, read_iops: int = 0) -> Blkio | None:
+        devno = (resolved.get("device") or {}).get("devno")
+        if not devno or not (cls.ROOT / "cgroup.procs").exists():
+            if read_iops:
+                raise SystemExit("bench_shards: --iops-limit needs cgroup v1 blkio")
+            return None
+        return cls(name, devno, read_iops)
+
+    def add(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(f"{pid}\n")
+
+    def _read(self, name: str) -> int:
+        for line in (self.path / name).read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == self.devno and parts[1] == "Read":
+                return int(parts[2])
+        return 0
+
+    def reads(self) -> tuple[int, int]:
+        """(read I/Os, bytes) issued by the group to the device so far (bios, before merging)."""
+        return self._read("blkio.throttle.io_serviced"), self._read(
+            "blkio.throttle.io_service_bytes"
+        )
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
 
 
 def describe_device(resolved: dict) -> str:
