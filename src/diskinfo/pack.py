@@ -9,7 +9,8 @@ Thousands of small random reads become a few large sequential ones: the fix for 
 - ImageFolder layout (every sample below a top-level directory): that directory is the class,
   and each sample gets a `cls` member with the class index (sorted names, as torchvision's
   ImageFolder numbers them); files directly in SRC: no classes; both at once is an error;
-- hidden files and files without an extension are skipped (and counted in the manifest).
+- hidden files, files without an extension and non-regular files (FIFOs, sockets, devices)
+  are skipped, and counted in the manifest; symbolic links to files are followed.
 
 Safety: each shard is written under a hidden temporary name, fsynced, dropped from the page
 cache, read back and compared member by member with the sha256 of what was read from SRC, then
@@ -25,6 +26,7 @@ import hashlib
 import json
 import os
 import random
+import stat
 import sys
 import tarfile
 import time
@@ -114,6 +116,7 @@ class Scan:
     classes: list[str]
     skipped_hidden: int = 0
     skipped_no_extension: int = 0
+    skipped_special: int = 0
 
 
 def label_bytes(label: int) -> bytes:
@@ -145,7 +148,7 @@ def check_paths(src: Path, dest: Path) -> None:
 def scan(src: Path) -> Scan:
     """Walk SRC in sorted order and group files into samples (see the module docstring)."""
     groups: dict[str, Sample] = {}
-    hidden = no_ext = 0
+    hidden = no_ext = special = 0
 
     def fail(exc: OSError) -> None:
         raise UserError(f"cannot read {exc.filename}: {exc.strerror}")
@@ -168,6 +171,9 @@ def scan(src: Path) -> Scan:
                 st = os.stat(path)
             except OSError as exc:
                 raise UserError(f"cannot read {path}: {exc.strerror}") from None
+            if not stat.S_ISREG(st.st_mode):
+                special += 1  # FIFOs, sockets, devices: opening a FIFO would hang
+                continue
             if not os.access(path, os.R_OK):
                 raise UserError(f"cannot read {path}: Permission denied")
             key = prefix + stem
@@ -193,7 +199,7 @@ def scan(src: Path) -> Scan:
             if any(m.ext.lower() == "cls" for m in s.members):
                 raise UserError(f"sample {s.key} has a .cls file, a name reserved for the class")
             s.label = index[s.key.split("/", 1)[0]]
-    return Scan(samples, classes, hidden, no_ext)
+    return Scan(samples, classes, hidden, no_ext, special)
 
 
 def plan(samples: list[Sample], shard_size: int) -> list[list[Sample]]:
@@ -569,7 +575,11 @@ def _manifest(
         "shard_size": shard_size,
         "shuffle_seed": seed,
         "checksum": "sha256 of each whole shard; every entry was verified after writing",
-        "skipped": {"hidden": found.skipped_hidden, "no_extension": found.skipped_no_extension},
+        "skipped": {
+            "hidden": found.skipped_hidden,
+            "no_extension": found.skipped_no_extension,
+            "not_regular": found.skipped_special,
+        },
         "shards": records,
     }
 

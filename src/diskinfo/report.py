@@ -9,7 +9,9 @@ verdicts look at), not a sum: stacked devices (dm over its disk) would count twi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import math
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from diskinfo.errors import UserError
-from diskinfo.record import DeviceFigures, IntervalRecord
+from diskinfo.record import DeviceFigures, IntervalRecord, Verdict
 
 NO_VERDICT = "no verdict"
 COLOURS = {
@@ -67,10 +69,40 @@ def _parse(path: Path, number: int, line: str) -> IntervalRecord:
         raise UserError(f"{path} line {number}: not a diskinfo interval record")
     try:
         record = IntervalRecord.from_dict(data)
-        float(record.ts) + float(record.elapsed_s)
+        _check_numbers(record)
     except (TypeError, ValueError, AttributeError) as exc:
         raise UserError(f"{path} line {number}: malformed interval record ({exc})") from None
     return record
+
+
+def _check_numbers(obj: Any) -> None:
+    """Every field whose default is a number must hold a finite number (null, which the JSONL
+    sink writes for NaN, becomes the default): the summary does arithmetic on them, and a
+    string there would end in a traceback instead of this one-line error."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(f.default, (int, float)) and not isinstance(f.default, bool):
+            if value is None:  # the JSONL sink writes NaN as null: not measured
+                setattr(obj, f.name, value := f.default)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{type(obj).__name__}.{f.name} is not a number: {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"{type(obj).__name__}.{f.name} is not finite: {value!r}")
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if dataclasses.is_dataclass(child):
+                _check_numbers(child)
+    if isinstance(obj, Verdict) and not (
+        isinstance(obj.verdict, str)
+        and isinstance(obj.fixes, list)
+        and all(isinstance(x, str) for x in [*obj.fixes, *obj.warnings])
+    ):
+        raise ValueError(f"verdict is not text with a list of fixes: {obj.verdict!r}")
+    if isinstance(obj, IntervalRecord):
+        if not isinstance(obj.ts, (int, float)) or not math.isfinite(obj.ts):
+            raise ValueError(f"ts is not a time: {obj.ts!r}")
+        if not isinstance(obj.elapsed_s, (int, float)) or not obj.elapsed_s >= 0:
+            raise ValueError(f"elapsed_s is not a duration: {obj.elapsed_s!r}")
 
 
 def disk_of(record: IntervalRecord) -> DeviceFigures | None:

@@ -53,12 +53,13 @@ def test_image_folder_round_trip(tmp_path: Path) -> None:
     files = image_folder(tmp_path / "src", {"dog": 25, "cat": 15})
     (tmp_path / "src" / "cat" / ".DS_Store").write_bytes(b"x")
     (tmp_path / "src" / "cat" / "LICENSE").write_bytes(b"x")
+    os.mkfifo(tmp_path / "src" / "cat" / "9999.jpg")  # opening it would block: skipped
     manifest = pack(tmp_path / "src", tmp_path / "out", shard_size=20_000)
     assert manifest["samples"] == 40
     assert manifest["classes"] == ["cat", "dog"]
     assert manifest["class_counts"] == {"cat": 15, "dog": 25}
     assert manifest["extensions"] == {"jpg": 40}
-    assert manifest["skipped"] == {"hidden": 1, "no_extension": 1}
+    assert manifest["skipped"] == {"hidden": 1, "no_extension": 1, "not_regular": 1}
     assert len(manifest["shards"]) > 3
     assert sum(s["samples"] for s in manifest["shards"]) == 40
     samples = all_samples(tmp_path / "out")

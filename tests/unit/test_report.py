@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from diskinfo import cli
+from diskinfo.errors import UserError
 from diskinfo.record import (
     DeviceFigures,
     GpuFigures,
@@ -226,3 +229,45 @@ def test_bad_runs_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "cannot write" in one_line_error(
         ["report", str(good), "--png", str(tmp_path / "no" / "dir.png")], capsys
     )
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=40),
+            st.builds(json.dumps, st.dictionaries(st.text(max_size=8), st.integers(), max_size=4)),
+            st.builds(
+                lambda ts, e, dev: json.dumps(
+                    {"schema": "diskinfo.interval/1", "ts": ts, "elapsed_s": e, "devices": dev}
+                ),
+                st.one_of(st.floats(), st.text(max_size=5), st.just("17"), st.none()),
+                st.one_of(st.floats(0, 10), st.none()),
+                st.one_of(
+                    st.just([]),
+                    st.just([{"device": "vda"}]),
+                    st.builds(
+                        lambda v: [{"device": "vda", "paths": ["/d"], "rmb_s": v}],
+                        st.one_of(st.text(max_size=3), st.floats(), st.booleans(), st.none()),
+                    ),
+                    st.integers(),
+                    st.none(),
+                ),
+            ),
+        ),
+        max_size=6,
+    )
+)
+def test_fuzzed_jsonl_is_a_summary_or_a_one_line_error(tmp_path: Path, lines: list[str]) -> None:
+    """Whatever a JSONL holds, `report` gives a summary or a UserError, never a traceback."""
+    path = tmp_path / "fuzz.jsonl"
+    path.write_text("\n".join(line.replace("\n", " ") for line in lines) + "\n")
+    try:
+        records = load_run(path)
+    except UserError as exc:
+        assert "\n" not in str(exc)
+        return
+    summary = summarise(records, "fuzz")
+    assert summary.intervals == len(records)
