@@ -98,9 +98,22 @@ def _watched(devices: list[DeviceFigures]) -> list[DeviceFigures]:
     return [d for d in devices if d.paths] or list(devices)
 
 
+def _tops(devices: list[DeviceFigures]) -> list[DeviceFigures]:
+    """The device each watched path's filesystem sits on: the first listed for the path (the
+    monitor lists the top device before the disks beneath it). The loader's reads are the top
+    device's; a leaf disk also carries other filesystems' traffic."""
+    seen: set[str] = set()
+    tops = []
+    for d in devices:
+        if any(p not in seen for p in d.paths):
+            tops.append(d)
+            seen.update(d.paths)
+    return tops or list(devices)
+
+
 def _busiest(devices: list[DeviceFigures]) -> DeviceFigures | None:
-    watched = _watched(devices)
-    return max(watched, key=lambda d: (d.util, d.rmb_s, d.r_s)) if watched else None
+    tops = _tops(devices)
+    return max(tops, key=lambda d: (d.util, d.rmb_s, d.r_s)) if tops else None
 
 
 def _most_starved(gpus: list[GpuFigures] | None) -> GpuFigures | None:

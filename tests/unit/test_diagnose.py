@@ -255,3 +255,13 @@ def test_decide_always_gives_one_known_verdict(
     assert v.summary and v.evidence
     if v.verdict.startswith("input-bound"):
         assert v.fixes
+
+
+def test_the_top_device_speaks_for_the_path_not_the_disk_beneath_it():
+    # a loop device (the dataset) on the root disk, which other work keeps busy
+    top = DeviceFigures(device="loop0", paths=["/data"], r_s=1100, rmb_s=13, rareq_sz=12, util=60)
+    leaf = DeviceFigures(device="vda", paths=["/data"], r_s=2000, rmb_s=260, rareq_sz=128, util=99)
+    v = dg.decide(rec(loader=loader(0.5), devices=[top, leaf]), {})
+    assert v.verdict == dg.INPUT_SMALL_FILES
+    assert any(e.startswith("loop0:") for e in v.evidence)
+    assert not any(e.startswith("vda:") for e in v.evidence)
