@@ -44,6 +44,8 @@ ARG TORCH_VERSION=2.7.1
 ARG TORCHVISION_VERSION=0.22.1
 ARG TORCHAUDIO_VERSION=2.7.1
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu118
+# torch and its dependencies (the nvidia-*-cu11 wheels) come from TORCH_INDEX_URL alone, as
+# PyTorch's install docs do, so PyPI's default CUDA build can never be picked instead.
 # Wheels in docker/wheelhouse/ (torch among them) are installed instead of TORCH_INDEX_URL's
 # (BuildKit here cannot take the mount's source from an ARG, so the place is fixed).
 # OFFLINE=1: install only from there (an air-gapped build; every wheel must be there).
@@ -59,7 +61,7 @@ RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
     && if [ -n "$TORCHVISION_VERSION" ]; then pkgs+=("torchvision==${TORCHVISION_VERSION}"); fi \
     && if [ -n "$TORCHAUDIO_VERSION" ]; then pkgs+=("torchaudio==${TORCHAUDIO_VERSION}"); fi \
     && if compgen -G '/wheelhouse/*.whl' >/dev/null; then src=(--find-links /wheelhouse); \
-       else src=(--extra-index-url "$TORCH_INDEX_URL"); fi \
+       else src=(--index-url "$TORCH_INDEX_URL"); fi \
     && if [ "$OFFLINE" = 1 ]; then src+=(--no-index); fi \
     && pip install "${src[@]}" "${pkgs[@]}" \
     && rm -f /tmp/ca.pem
