@@ -9,9 +9,12 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from diskinfo import cli
 from diskinfo import pack as packmod
@@ -333,3 +336,46 @@ def test_progress_bar_only_on_a_tty_or_asked(
     assert ("100% 12/12 samples" in stream.text) == shown
     if shown:
         assert stream.text.startswith("\r") == tty and stream.text.endswith("\n")
+
+
+names = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/\0."),
+    min_size=1,
+    max_size=12,
+).filter(lambda n: not n.startswith("."))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(
+        st.tuples(names, names, st.sampled_from(["jpg", "json", "seg.png", "txt"])),
+        st.binary(max_size=3000),
+        min_size=1,
+        max_size=25,
+    ),
+    st.integers(2_000, 40_000),
+    st.one_of(st.none(), st.integers(0, 5)),
+)
+def test_any_tree_round_trips_exactly(files: dict, shard_size: int, seed: int | None) -> None:
+    """Every file of any class/stem.ext tree comes back once, under its key, with its bytes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        expected = {}
+        for (cls, stem, ext), data in files.items():
+            if any(k[0] == cls and k[1] == stem and k[2].lower() == ext.lower() for k in expected):
+                continue
+            (root / "src" / cls).mkdir(parents=True, exist_ok=True)
+            (root / "src" / cls / f"{stem}.{ext}").write_bytes(data)
+            expected[(cls, stem, ext)] = data
+        manifest = pack(root / "src", root / "out", shard_size=shard_size, shuffle_seed=seed)
+        got = {}
+        for shard in manifest["shards"]:
+            for sample in read_shard(root / "out" / shard["name"]):
+                cls, stem = sample["__key__"].split("/")
+                assert int(sample.pop("cls")) == manifest["classes"].index(cls)
+                for ext, data in sample.items():
+                    if not ext.startswith("__"):
+                        assert (cls, stem, ext) not in got
+                        got[(cls, stem, ext)] = data
+        assert got == {(c, s, e.lower()): d for (c, s, e), d in expected.items()}
+        assert manifest["samples"] == len({(c, s) for c, s, _ in expected})
