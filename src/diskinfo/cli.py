@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=None, help="stop after N intervals")
     p.add_argument("--log-dir", default="/workspace/logs", help="default /workspace/logs")
     p.add_argument(
+        "--echo",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="also print the diskinfo.log lines on stdout (auto: when it is a terminal)",
+    )
+    p.add_argument(
         "--pid-file",
         default=None,
         help="file holding the training command's PID: its process tree is watched",

@@ -106,3 +106,37 @@ def test_failed_writes_are_not_retried_before_the_retry_delay(tmp_path):
     assert not f.write("a\n")
     assert f._failed_at is not None and not f.write("b\n")
     assert f.dropped == 2
+
+
+def test_a_line_cut_short_by_a_full_disk_is_ended_before_the_next(tmp_path, monkeypatch):
+    path = tmp_path / "diskinfo.jsonl"
+    path.write_text('{"complete":1}\n{"cut sh')  # what a full disk leaves behind
+    f = RotatingFile(str(path), stderr=io.StringIO())
+    f._failed_at = 0.0  # the previous write failed
+    monkeypatch.setattr(rotating, "RETRY_S", 0.0)
+    assert f.write('{"next":2}\n')
+    assert path.read_text().splitlines()[-1] == '{"next":2}'
+
+
+def test_schema_doc_covers_every_device_and_nfs_field():
+    import dataclasses
+    from pathlib import Path
+
+    from diskinfo.record import SCHEMA
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "jsonl-schema.md").read_text()
+    assert f"`{SCHEMA}`" in doc
+    for kind in (IntervalRecord, DeviceFigures, NfsFigures):
+        for f in dataclasses.fields(kind):
+            assert f"`{f.name}`" in doc, f"{kind.__name__}.{f.name} is not documented"
+
+
+def test_fast_encoding_equals_to_dict():
+    from diskinfo.record import GpuFigures, Verdict
+
+    rec = record()
+    rec.nfs.append(NfsFigures(mount="/m", server="s", counters={"read_ops": 3}))
+    rec.gpus = [GpuFigures(index=0, name="H200")]
+    rec.verdict = Verdict(verdict="idle", evidence=["e"], fixes=["f"])
+    rec.devices[0].counters = {"rd_ios": 1}
+    assert json.loads(encode(rec)) == json.loads(json.dumps(rec.to_dict()))

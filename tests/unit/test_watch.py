@@ -179,6 +179,8 @@ def test_watch_writes_both_logs_and_sigterm_flushes_and_exits_0(tmp_path):
             "0.2",
             "--log-dir",
             str(tmp_path),
+            "--echo",
+            "always",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -201,6 +203,12 @@ def test_watch_writes_both_logs_and_sigterm_flushes_and_exits_0(tmp_path):
     assert "[DiskIO]" in out
     assert not (tmp_path / "diskinfo.log").read_text().endswith("\\")  # whole lines only
     assert os.path.getsize(jsonl) == len("\n".join(lines)) + 1
+
+
+def test_stdout_echo_is_off_by_default_when_stdout_is_not_a_terminal(tmp_path):
+    p = run_cli("watch", "/", "--interval", "0.1", "--count", "2", "--log-dir", str(tmp_path))
+    assert p.returncode == 0 and "[DiskIO]" not in p.stdout
+    assert (tmp_path / "diskinfo.log").read_text().count("[DiskIO] ") >= 2
 
 
 def test_main_turns_user_error_into_exit_2(capsys):

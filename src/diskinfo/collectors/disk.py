@@ -99,7 +99,7 @@ class DiskCollector:
             text = self._read()
         except OSError as exc:
             return None, [f"disk: cannot read {diskstats.PATH}: {exc.strerror or exc}"]
-        devices, errors = diskstats.parse(text)
+        devices, errors = diskstats.parse(text, self.devices.keys() if self.devices else None)
         if not errors:
             return devices, []
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

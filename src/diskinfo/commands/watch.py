@@ -60,8 +60,10 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
     analyser = Diagnoser(BaselineCache())
 
     log_dir = args.log_dir
+    echo = getattr(args, "echo", "auto")
+    to_stdout = echo == "always" or (echo == "auto" and sys.stdout.isatty())
     sinks: list[Sink] = [
-        TextLogSink(log_dir, echo=sys.stdout),
+        TextLogSink(log_dir, echo=sys.stdout if to_stdout else None),
         JsonlSink(log_dir),
     ]
     # --- more sinks (Prometheus /metrics and /status) are appended here ---

@@ -41,7 +41,17 @@ class RotatingFile:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
             self._size = self._file.tell()
+            if self._size and self._failed_at is not None and not self._ends_with_newline():
+                self._file.write("\n")  # end the line cut short when the disk was full
         return self._file
+
+    def _ends_with_newline(self) -> bool:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                return f.read(1) == b"\n"
+        except OSError:
+            return True
 
     def _rotate(self) -> None:
         if self._file is not None:

@@ -8,6 +8,7 @@ always 512 bytes whatever the device's block size. Counts are `unsigned long`, t
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from diskinfo.sources import ParseError
@@ -96,8 +97,10 @@ def parse_line(line: str) -> DiskCounters:
     return DiskCounters(major, minor, parts[2], *values)
 
 
-def parse(text: str) -> tuple[dict[str, DiskCounters], list[str]]:
-    """All devices by kernel name, plus one message per line that could not be parsed.
+def parse(
+    text: str, names: Collection[str] | None = None
+) -> tuple[dict[str, DiskCounters], list[str]]:
+    """Devices by kernel name (only `names` if given), plus one message per bad line.
 
     A malformed line costs only that device, never the whole snapshot.
     """
@@ -106,6 +109,10 @@ def parse(text: str) -> tuple[dict[str, DiskCounters], list[str]]:
     for line in text.splitlines():
         if not line.strip():
             continue
+        if names is not None:
+            parts = line.split(None, 3)
+            if len(parts) > 2 and parts[2] not in names:
+                continue
         try:
             counters = parse_line(line)
         except ParseError as exc:

@@ -1,0 +1,169 @@
+"""CPU time per sample and peak RSS of `diskinfo watch --interval 1`, next to `iostat -dx 1`.
+
+Both run side by side over the same minute; CPU is counted from the end of start-up (the
+first sample) to the end, so it is the steady cost per sample. Results go to
+benchmarks/results/overhead.md.
+
+    sudo .venv/bin/python benchmarks/bench_overhead.py [--seconds 60] [--path DIR]
+
+Without --path it watches a small generated dataset (1000 files of 4 KiB), as a training
+run watches its data directory. (Watching "/" also makes the host collector walk the whole
+tree once to size the "dataset", which costs far more than sampling: not what this measures.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+CORE = """
+import signal, sys
+from diskinfo.collectors.disk import DiskCollector
+from diskinfo.monitor import Monitor
+from diskinfo.sinks.jsonl import JsonlSink
+from diskinfo.sinks.textlog import TextLogSink
+m = Monitor(1.0, [DiskCollector([sys.argv[1]])],
+            [TextLogSink(sys.argv[2]), JsonlSink(sys.argv[2])])
+m.install_signal_handlers()
+sys.exit(m.run())
+"""
+RESULTS = Path(__file__).resolve().parent / "results" / "overhead.md"
+TARGET_CORE_PCT, TARGET_RSS_MB = 0.1, 40.0
+
+
+def cpu_s(p: psutil.Process) -> float:
+    """CPU time of all the process's threads in ns resolution (/proc/PID/task/*/schedstat),
+    where clock-tick accounting (10 ms) would be too coarse for a millisecond per sample."""
+    total = 0.0
+    try:
+        for tid in os.listdir(f"/proc/{p.pid}/task"):
+            with open(f"/proc/{p.pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0]) / 1e9
+        return total
+    except (OSError, ValueError, IndexError):
+        t = p.cpu_times()
+        return t.user + t.system
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure(seconds: float, path: str) -> dict[str, dict[str, float]]:
+    log_dir = tempfile.mkdtemp(prefix="diskinfo-bench-")
+    procs = {
+        "diskinfo watch --interval 1": subprocess.Popen(
+            [sys.executable, "-m", "diskinfo.cli", "watch", path, "--interval", "1",
+             "--log-dir", log_dir],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+        # the same loop with only the disk collector and the two log files: what sampling
+        # the devices costs, apart from the GPU, host, process and loader collectors
+        "diskinfo core (disk + logs only)": subprocess.Popen(
+            [sys.executable, "-c", CORE, path, log_dir + "/core"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+        "iostat -dx 1": subprocess.Popen(
+            ["iostat", "-dx", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ),
+    }  # fmt: skip
+    handles = {k: psutil.Process(p.pid) for k, p in procs.items()}
+    time.sleep(1.5)  # start-up and the first sample
+    start = {k: cpu_s(h) for k, h in handles.items()}
+    startup = dict(start)
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    wall = time.monotonic() - t0
+    end = {k: cpu_s(h) for k, h in handles.items()}
+    rss = {k: peak_rss_mb(p.pid) for k, p in procs.items()}
+    for p in procs.values():
+        p.send_signal(signal.SIGTERM)
+    for p in procs.values():
+        p.wait(timeout=20)
+    samples = sum(1 for _ in open(os.path.join(log_dir, "diskinfo.jsonl")))  # noqa: SIM115
+    out = {}
+    for k in procs:
+        used = end[k] - start[k]
+        out[k] = {
+            "cpu_s": used,
+            "startup_cpu_s": startup[k],
+            "core_pct": used / wall * 100,
+            "ms_per_sample": used / wall * 1000,  # one sample per second for both
+            "peak_rss_mb": rss[k],
+            "wall_s": wall,
+        }
+    out["diskinfo watch --interval 1"]["samples"] = samples
+    return out
+
+
+def write(results: dict[str, dict[str, float]], seconds: float, path: str) -> str:
+    ours, ref = results["diskinfo watch --interval 1"], results["iostat -dx 1"]
+    lines = [
+        "# Overhead of `diskinfo watch` (benchmarks/bench_overhead.py)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+        f"{platform.node()}: Linux {platform.release()}, {psutil.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; watched path `{path}`, {seconds:.0f} s "
+        "side by side. CPU is counted after start-up (steady state); start-up CPU separately.",
+        "",
+        "| process | CPU per sample (ms) | % of one core | start-up CPU (s) | peak RSS (MB) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        lines.append(
+            f"| `{name}` | {r['ms_per_sample']:.3f} | {r['core_pct']:.4f} | "
+            f"{r['startup_cpu_s']:.2f} | {r['peak_rss_mb']:.1f} |"
+        )
+    ratio = ours["cpu_s"] / ref["cpu_s"] if ref["cpu_s"] else float("inf")
+    ok_cpu = ours["core_pct"] < TARGET_CORE_PCT
+    ok_rss = ours["peak_rss_mb"] < TARGET_RSS_MB
+    lines += [
+        "",
+        f"- diskinfo / iostat CPU ratio: {ratio:.2f}x; diskinfo wrote {ours['samples']} "
+        "samples (JSONL lines).",
+        f"- target < {TARGET_CORE_PCT}% of one core: {'met' if ok_cpu else 'NOT met'}; "
+        f"target < {TARGET_RSS_MB:.0f} MB RSS: {'met' if ok_rss else 'NOT met'}.",
+        "- CPU time is the on-CPU time the scheduler accounts per thread "
+        "(/proc/PID/task/*/schedstat, nanoseconds), summed over the process's threads.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--path", default=None, help="watched path (default: a small dataset)")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args()
+    if args.path is None:
+        args.path = tempfile.mkdtemp(prefix="diskinfo-bench-data-")
+        for i in range(1000):
+            Path(args.path, f"{i:04d}.bin").write_bytes(b"\0" * 4096)
+    results = measure(args.seconds, args.path)
+    text = write(results, args.seconds, args.path)
+    print(text)
+    if not args.no_write:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(text)
+    ours = results["diskinfo watch --interval 1"]
+    return 0 if ours["core_pct"] < TARGET_CORE_PCT and ours["peak_rss_mb"] < TARGET_RSS_MB else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
