@@ -111,7 +111,44 @@ def measure(seconds: float, path: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def write(results: dict[str, dict[str, float]], seconds: float, path: str) -> str:
+def breakdown(path: str, n: int = 200) -> dict[str, float]:
+    """CPU ms per sample of each collector, the analyser and each sink of `diskinfo watch`,
+    in this process over n samples 20 ms apart (hot caches: a lower bound per part)."""
+    from diskinfo.cli import build_parser
+    from diskinfo.commands.watch import build_monitor
+    from diskinfo.record import IntervalRecord
+
+    log_dir = tempfile.mkdtemp(prefix="diskinfo-bench-parts-")
+    args = build_parser().parse_args(["watch", path, "--log-dir", log_dir, "--echo", "never"])
+    monitor = build_monitor(args)
+    cost: dict[str, float] = {}
+
+    def timed(name: str, fn, *a) -> None:
+        t = time.process_time()
+        fn(*a)
+        cost[name] = cost.get(name, 0.0) + time.process_time() - t
+
+    for c in monitor.collectors:
+        c.start()
+    for _ in range(n):
+        time.sleep(0.02)
+        rec = IntervalRecord(ts=time.time(), elapsed_s=0.02)
+        for c in monitor.collectors:
+            timed(f"collector {type(c).__name__}", c.fill, rec)
+        if monitor.analyser is not None:
+            timed("analyser", monitor.analyser, rec)
+        for sink in monitor.sinks:
+            timed(f"sink {type(sink).__name__}", sink.write, rec)
+    for c in monitor.collectors:
+        c.stop()
+    for sink in monitor.sinks:
+        sink.close()
+    return {k: v / n * 1000 for k, v in cost.items()}
+
+
+def write(
+    results: dict[str, dict[str, float]], seconds: float, path: str, parts: dict[str, float]
+) -> str:
     ours, ref = results["diskinfo watch --interval 1"], results["iostat -dx 1"]
     lines = [
         "# Overhead of `diskinfo watch` (benchmarks/bench_overhead.py)",
@@ -138,6 +175,10 @@ def write(results: dict[str, dict[str, float]], seconds: float, path: str) -> st
         "samples (JSONL lines).",
         f"- target < {TARGET_CORE_PCT}% of one core: {'met' if ok_cpu else 'NOT met'}; "
         f"target < {TARGET_RSS_MB:.0f} MB RSS: {'met' if ok_rss else 'NOT met'}.",
+        "- Where the time goes, per part of one sample (in-process, hot caches, so the parts "
+        "sum to less than the whole process's cost at 1 s): "
+        + ", ".join(f"{k} {v:.3f} ms" for k, v in sorted(parts.items(), key=lambda x: -x[1]))
+        + ".",
         "- CPU time is the on-CPU time the scheduler accounts per thread "
         "(/proc/PID/task/*/schedstat, nanoseconds), summed over the process's threads.",
         "",
@@ -156,7 +197,7 @@ def main() -> int:
         for i in range(1000):
             Path(args.path, f"{i:04d}.bin").write_bytes(b"\0" * 4096)
     results = measure(args.seconds, args.path)
-    text = write(results, args.seconds, args.path)
+    text = write(results, args.seconds, args.path, breakdown(args.path))
     print(text)
     if not args.no_write:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

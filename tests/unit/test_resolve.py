@@ -149,3 +149,23 @@ def test_component_boundaries():
         "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n2 1 8:2 / /data rw - ext4 /dev/sda2 rw\n"
     )
     assert mount_for("/data2/x", mounts).mountpoint == "/"
+
+
+def test_resolve_command_prints_nfs_mountstats(monkeypatch, capsys):
+    import argparse
+
+    from disk_fixtures import text
+
+    from diskinfo.commands import resolve as command
+    from diskinfo.sources import mountstats
+
+    monkeypatch.setattr(mountstats, "read", lambda: text("nfs", "proc/self/mountstats"))
+    stats = command._nfs_stats("/mnt/datasets")
+    assert stats["server"] == "nas01" and stats["read_ops"] == 93712
+    assert stats["read_rtt_ms_avg"] == pytest.approx(2211203 / 93712)
+    monkeypatch.setattr(command.Resolver, "live", classmethod(lambda cls: resolver("nfs")))
+    assert command.run(argparse.Namespace(paths=["/mnt/datasets/x"], json=False)) == 0
+    out = capsys.readouterr().out
+    assert "nfs      read 98234112334 B in 93712 READs (rtt 23.60 ms)" in out
+    assert command.run(argparse.Namespace(paths=["/mnt/scratch"], json=True)) == 0
+    assert '"write_ops": 1200' in capsys.readouterr().out
