@@ -25,7 +25,13 @@ tee_pid=$!
 
 "${args[@]}" >"$fifo" 2>&1 </dev/null
 code=$?
-wait "$tee_pid" 2>/dev/null
+# The tee ends when the last writer closes the pipe. A background process the program left
+# behind may hold it open for hours: give the tee 2 s to drain, then stop waiting for it.
+for _ in $(seq 20); do
+  kill -0 "$tee_pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "$tee_pid" 2>/dev/null || wait "$tee_pid" 2>/dev/null
 rm -f "$fifo"
 echo "$code" >"$state/train/exit"
 if [ "$stopping" = 1 ]; then echo "[run-train] stopped by signal, exit status $code" >&2; fi

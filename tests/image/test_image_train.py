@@ -80,6 +80,14 @@ def test_train_log_rotates_and_keeps_every_line(container, tmp_path: Path):
     assert [line.split()[1] for line in text.splitlines()] == [f"{i:05d}" for i in range(4000)]
 
 
+def test_a_background_process_left_behind_does_not_hold_the_exit(container):
+    running = container("bash", "-c", "sleep 300 & echo bye; exit 4")
+    start = time.monotonic()
+    assert running.wait(timeout=60) == 4
+    assert time.monotonic() - start < 20
+    assert "bye" in running.logs()
+
+
 def test_no_argument_was_run_by_a_shell(container):
     running = container("sleep", "30", *TRICKY_ARGS[5:8])
     running.wait_for_program("train")
