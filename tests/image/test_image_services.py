@@ -36,6 +36,7 @@ def session(module_container, mounts, ssh_key):
             "PUBLIC_KEY": ssh_key.public,
             "NB_UID": str(HOST_UID),
             "NB_GID": str(HOST_GID),
+            "DISKINFO_INTERVAL": "1",
         },
         volumes={
             str(mounts["logs"]): {"bind": "/workspace/logs"},
@@ -115,6 +116,25 @@ def test_host_keys_are_per_container(session, container, ssh_key, ssh_client):
     assert keys[0] != keys[1]
 
 
+def test_mounted_authorized_keys_and_a_renamed_user(
+    container, ssh_key, ssh_client, ssh_run, tmp_path
+):
+    keys = tmp_path / "authorized_keys"
+    keys.write_text(ssh_key.public + "\n")
+    os.chown(keys, HOST_UID, HOST_GID)  # a host user's file: sshd must still accept it
+    keys.chmod(0o600)
+    running = container(
+        "sleep",
+        "60",
+        env={"NB_USER": "alice"},
+        volumes={str(keys): {"bind": "/etc/pytorch-cuda/authorized_keys", "mode": "ro"}},
+    )
+    client = ssh_client(running, ssh_key.key, user="alice")
+    status, out = ssh_run(client, "whoami; echo $HOME; id -u")
+    assert status == 0
+    assert out.split() == ["alice", "/home/alice", "1000"]
+
+
 def test_without_a_key_sshd_is_off_and_the_log_says_how(container, tmp_path, wait_until):
     running = container("sleep", "60", volumes={str(tmp_path): {"bind": "/workspace/logs"}})
     running.wait_for_program("diskinfo")
@@ -127,9 +147,12 @@ def test_without_a_key_sshd_is_off_and_the_log_says_how(container, tmp_path, wai
 # --- logs, ownership, health ---------------------------------------------------------------
 
 
-def test_every_program_logs_under_the_mounted_logs_dir(session, token, mounts, ssh_key, ssh_client):
+def test_every_program_logs_under_the_mounted_logs_dir(
+    session, token, mounts, ssh_key, ssh_client, wait_until
+):
     ssh_client(session, ssh_key.key).close()  # sshd logged a login
     logs = mounts["logs"]
+    wait_until(lambda: (logs / "diskinfo.log").exists(), 30, "the monitor wrote no diskinfo.log")
     expected = {
         "supervisord.log": "spawned: 'train'",
         "jupyter.log": "Jupyter",
