@@ -196,11 +196,11 @@ def _infer_overlay(mount: Mount, mounts: list[Mount], sysfs: SysFs) -> BlockInfo
     """Inside a container the overlay's upper dir is a host path (/var/lib/docker/overlay2/
     ...) that cannot be resolved here. Docker also bind-mounts files from its data root
     (/etc/hosts from /var/lib/docker/containers/...): the mount whose root shares the most
-    leading components (at least two) with the upper dir is on the same host filesystem."""
+    leading components (at least three) with the upper dir is on the same host filesystem."""
     upper = mount.super_option("upperdir")
     if not upper:
         return None
-    best, best_n = None, 1
+    best, best_n = None, 2  # more than /var/lib in common: /var/lib/docker, not kubelet's
     for other in mounts:
         if other.major == 0:
             continue
@@ -218,8 +218,12 @@ def _from_device(res: Resolution, info: BlockInfo, sysfs: SysFs, resolver: Resol
         backing = info.loop_backing.removesuffix(" (deleted)")
         try:
             res.backing = resolver.resolve(backing, depth=1)
-        except UserError as exc:
-            res.warnings.append(f"loop backing file {backing}: {exc}")
+        except UserError:
+            res.note = (
+                f"{info.name} reads the file {backing}, which is not visible from this mount "
+                "namespace (a host path, seen from a container): the disk under it is not "
+                "named here."
+            )
 
 
 @dataclass
@@ -287,7 +291,8 @@ class Resolver:
         except OSError:
             return mount
         devno = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-        if devno == mount.devno or mount.fstype == "btrfs":  # btrfs subvolumes: own st_dev
+        # btrfs subvolumes have their own st_dev; overlay reports its layers' for files
+        if devno == mount.devno or mount.fstype in ("btrfs", "overlay"):
             return mount
         candidates = [
             m for m in self.mounts if m.devno == devno and mountinfo.is_under(real, m.mountpoint)
