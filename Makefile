@@ -86,14 +86,16 @@ build: wheelhouse
 stand-in-base:
 	DOCKER=$(DOCKER) bash scripts/build-stand-in-base.sh $(STAND_IN_BASE)
 
-# JupyterLab on JUPYTER_PORT, SSH on SSH_HOST_PORT with your ~/.ssh key, logs in ./logs.
+# JupyterLab on JUPYTER_PORT, SSH on SSH_HOST_PORT with your ~/.ssh key, logs in ./logs owned
+# by you (NB_UID/NB_GID = your ids, unless you are root).
 run:
 	mkdir -p logs
 	$(DOCKER) run --rm -it --shm-size=16g \
 	  $$(command -v nvidia-smi >/dev/null && echo --gpus all) \
 	  -p $(JUPYTER_PORT):8888 -p $(SSH_HOST_PORT):22 \
 	  -e PUBLIC_KEY="$$(cat ~/.ssh/id_*.pub 2>/dev/null)" \
-	  -e NB_UID=$$(id -u) -e NB_GID=$$(id -g) -v "$$PWD/logs:/workspace/logs" \
+	  $$([ "$$(id -u)" != 0 ] && printf -- '-e NB_UID=%s -e NB_GID=%s' "$$(id -u)" "$$(id -g)") \
+	  -v "$$PWD/logs:/workspace/logs" \
 	  $(RUN_ARGS) $(IMAGE) $(CMD)
 
 # Build TEST_IMAGE (on whatever BASE_IMAGE says, e.g. the stand-in) and test it in containers.
