@@ -90,6 +90,7 @@ class Resolution:
     disks: list[BlockInfo] = field(default_factory=list)  # physical (whole, leaf) disks
     backing: Resolution | None = None  # loop device's backing file; overlay's upper dir
     inferred: bool = False  # device named by inference (overlay root in a container)
+    node: bool = False  # the path is a block device node: the device itself, not a file on it
     note: str = ""
     warnings: list[str] = field(default_factory=list)
 
@@ -134,6 +135,7 @@ class Resolution:
             "disks": [info(b) for b in self.disks],
             "backing": None if self.backing is None else self.backing.to_dict(),
             "inferred": self.inferred,
+            "node": self.node,
             "measurable": self.measurable,
             "watch_devices": self.watch_devices,
             "note": self.note,
@@ -279,7 +281,7 @@ class Resolver:
         mount = mountinfo.mount_for(real, self.mounts)
         if info is None or mount is None:
             return None
-        res = Resolution(path=path, realpath=real, mount=mount, kind="block")
+        res = Resolution(path=path, realpath=real, mount=mount, kind="block", node=True)
         _from_device(res, info, self.sysfs, self)
         res.note = f"{real} is the block device node of {info.name} itself"
         return res
@@ -428,7 +430,8 @@ def format_text(res: Resolution, indent: str = "") -> list[str]:
     if res.realpath != res.path:
         lines.append(f"{indent}  realpath {res.realpath}")
     bind = f" (bind of {m.root})" if m.root not in ("/", "") else ""
-    lines.append(f"{indent}  mount    {m.mountpoint}{bind}  {m.fstype} {m.source} [{m.devno}]")
+    if not res.node:
+        lines.append(f"{indent}  mount    {m.mountpoint}{bind}  {m.fstype} {m.source} [{m.devno}]")
     if res.device is not None:
         tag = "device*  " if res.inferred else "device   "
         lines.append(f"{indent}  {tag}{describe(res.device)}")

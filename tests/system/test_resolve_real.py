@@ -149,3 +149,9 @@ def test_watch_follows_the_resolved_devices(world, tmp_path):
     last = json.loads(Path(tmp_path / "diskinfo.jsonl").read_text().splitlines()[-1])
     got = {d["device"] for d in last["devices"]}
     assert {name(world["b1"]), name(world["b2"]), name(world["xfs"])} <= got
+
+
+def test_a_block_device_node_stands_for_the_device(world):
+    (res,) = resolve(world["xfs"])
+    assert res["node"] and res["device"]["name"] == name(world["xfs"])
+    assert res["watch_devices"][0] == name(world["xfs"])

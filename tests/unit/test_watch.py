@@ -205,6 +205,18 @@ def test_watch_writes_both_logs_and_sigterm_flushes_and_exits_0(tmp_path):
     assert os.path.getsize(jsonl) == len("\n".join(lines)) + 1
 
 
+def test_sampling_does_not_drift(tmp_path):
+    p = run_cli("watch", "/", "--interval", "0.1", "--count", "20", "--log-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    recs = [json.loads(x) for x in (tmp_path / "diskinfo.jsonl").read_text().splitlines()]
+    assert len(recs) == 20
+    # absolute deadlines: 19 intervals after the first sample take 1.9 s, whatever the
+    # work per sample and the wake-up latency; rates use each interval's measured length
+    span = recs[-1]["ts"] - recs[0]["ts"]
+    assert abs(span - 1.9) < 0.05, span
+    assert abs(sum(r["elapsed_s"] for r in recs[1:]) - span) < 0.02
+
+
 def test_stdout_echo_is_off_by_default_when_stdout_is_not_a_terminal(tmp_path):
     p = run_cli("watch", "/", "--interval", "0.1", "--count", "2", "--log-dir", str(tmp_path))
     assert p.returncode == 0 and "[DiskIO]" not in p.stdout
