@@ -17,7 +17,7 @@ iostat takes it from /proc/uptime deltas, we take it from time.monotonic() at ea
 from __future__ import annotations
 
 from diskinfo.record import DeviceFigures, NfsFigures
-from diskinfo.sources.diskstats import TIME_FIELDS, DiskCounters
+from diskinfo.sources.diskstats import ALL_FIELDS, TIME_FIELDS, DiskCounters
 from diskinfo.sources.mountstats import NfsMount, OpStats
 
 # Largest plausible growth per second of one counter; a delta beyond it is a reset, not I/O.
@@ -46,16 +46,22 @@ def counter_delta(prev: int, cur: int, bits: int, limit: float) -> int | None:
     return None
 
 
-def _limit(name: str, dt: float) -> float:
+def _per_second_limit(name: str) -> float:
     if name == "rq_ticks":
-        per_s = _MAX_QUEUE_TICKS_S
-    elif name in TIME_FIELDS:
-        per_s = _MAX_TICKS_S
-    elif name.endswith("_sectors"):
-        per_s = _MAX_SECTORS_S
-    else:
-        per_s = _MAX_OPS_S
-    return per_s * max(dt, 1.0) + 1
+        return _MAX_QUEUE_TICKS_S
+    if name in TIME_FIELDS:
+        return _MAX_TICKS_S
+    if name.endswith("_sectors"):
+        return _MAX_SECTORS_S
+    return _MAX_OPS_S
+
+
+# (counter, bit width, largest plausible growth per second); in_flight is a gauge, not here
+_COUNTERS = tuple(
+    (name, 32 if name in TIME_FIELDS else 64, _per_second_limit(name))
+    for name in ALL_FIELDS
+    if name != "in_flight"
+)
 
 
 def deltas(prev: DiskCounters, cur: DiskCounters, dt: float) -> dict[str, int] | None:
@@ -65,29 +71,15 @@ def deltas(prev: DiskCounters, cur: DiskCounters, dt: float) -> dict[str, int] |
     in_flight is an instantaneous gauge, not a counter, and is not in the result.
     """
     out: dict[str, int] = {}
-    for name in (
-        "rd_ios",
-        "rd_merges",
-        "rd_sectors",
-        "rd_ticks",
-        "wr_ios",
-        "wr_merges",
-        "wr_sectors",
-        "wr_ticks",
-        "io_ticks",
-        "rq_ticks",
-        "dc_ios",
-        "dc_merges",
-        "dc_sectors",
-        "dc_ticks",
-        "fl_ios",
-        "fl_ticks",
-    ):
+    span = max(dt, 1.0)
+    for name, bits, per_s in _COUNTERS:
         p, c = getattr(prev, name), getattr(cur, name)
         if p is None or c is None:
             continue
-        bits = 32 if name in TIME_FIELDS else 64
-        d = counter_delta(p, c, bits, _limit(name, dt))
+        if c >= p and c - p <= per_s * span:  # the common case, without a call
+            out[name] = c - p
+            continue
+        d = counter_delta(p, c, bits, per_s * span + 1)
         if d is None:
             return None
         out[name] = d
