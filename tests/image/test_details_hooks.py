@@ -27,8 +27,17 @@ def test_hooks_run_in_order_before_services_and_a_failure_does_not_stop_the_star
     order = "/workspace/logs/hooks.order"
     # supervisord writes its pid file when it starts: absent means no service runs yet
     before = "test -e /run/pytorch-cuda/supervisord.pid && echo late || echo early"
-    _hook(system, "10-system", f'echo "system as $(id -un) $({before})" >>{order}')
-    _hook(project, "10-first", f'echo "first $({before})" >>{order}; echo "hello from first"')
+    # root's hook creates the file; the project's hooks (as NB_USER) append to it
+    _hook(
+        system,
+        "10-system",
+        f'echo "system as $(id -un) $({before})" >>{order}; chmod a+w {order}',
+    )
+    _hook(
+        project,
+        "10-first",
+        f'echo "first as $(id -un) $({before})" >>{order}; echo "hello from first"',
+    )
     _hook(project, "20-broken", 'echo "about to fail" >&2; exit 3')
     _hook(project, "30-after", f'echo "after $({before})" >>{order}')
     _hook(project, "40-not-executable", f"echo never >>{order}", executable=False)
@@ -44,7 +53,8 @@ def test_hooks_run_in_order_before_services_and_a_failure_does_not_stop_the_star
     assert running.wait(timeout=90) == 0, running.logs()[-3000:]
     assert (logs / "hooks.order").read_text().splitlines() == [
         "system as root early",
-        "first early",
+        # the project's hooks are writable by NB_USER, so they never run as root
+        "first as jovyan early",
         "after early",
     ]
     startup = (logs / "startup.log").read_text()
@@ -58,3 +68,24 @@ def test_hooks_run_in_order_before_services_and_a_failure_does_not_stop_the_star
     logs_text = running.logs()
     assert "20-broken: FAILED with exit status 3" in logs_text
     assert "after early" in logs_text
+
+
+def test_a_hanging_hook_is_stopped_and_the_container_still_starts(container, tmp_path):
+    project, logs = tmp_path / "project", tmp_path / "logs"
+    project.mkdir()
+    logs.mkdir()
+    _hook(project, "10-hangs", "sleep 600")
+    running = container(
+        "echo",
+        "training ran",
+        env={"STARTUP_HOOK_TIMEOUT": "2"},
+        volumes={
+            str(project): {"bind": "/workspace/.startup.d", "mode": "ro"},
+            str(logs): {"bind": "/workspace/logs", "mode": "rw"},
+        },
+    )
+    assert running.wait(timeout=90) == 0, running.logs()[-3000:]
+    startup = (logs / "startup.log").read_text()
+    stopped = [line for line in startup.splitlines() if "10-hangs: stopped after 2 s" in line]
+    assert stopped and stopped[0].startswith("ERROR"), startup[-2000:]
+    assert "training ran" in running.logs()
