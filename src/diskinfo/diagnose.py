@@ -54,6 +54,7 @@ LOW_BANDWIDTH = 0.30
 SMALL_REQUEST_KB = 64.0
 SMALL_FILE_MIN_R_S = 50.0
 LOW_MB_S_WITHOUT_BASELINE = 50.0
+IO_SHARE_OF_LOADING = 1 / 3  # a reader blocked on reads this much of its loading time
 
 # --- memory ---
 DATA_FITS_FRACTION = 0.8  # dataset <= this share of available memory: preloading is an option
@@ -92,6 +93,7 @@ class Signals:
     loader: LoaderFigures | None
     worker_cpu: float | None  # mean CPU % of one core over DataLoader worker processes
     main_cpu: float | None
+    procs: list[ProcessIO]
 
 
 def _watched(devices: list[DeviceFigures]) -> list[DeviceFigures]:
@@ -148,6 +150,7 @@ def signals(record: IntervalRecord, baselines: Mapping[str, DeviceBaseline]) -> 
         loader=loader,
         worker_cpu=_mean_cpu(record.procs, "worker"),
         main_cpu=_mean_cpu(record.procs, "main"),
+        procs=record.procs,
     )
 
 
@@ -244,46 +247,76 @@ def _evidence(s: Signals) -> list[str]:
 # --- causes ---
 
 
-def _disk_score(s: Signals) -> tuple[int, list[str]]:
+def _device_limit(s: Signals) -> list[str]:
+    """The device itself is the limit: near its measured bandwidth, or slow to answer."""
     d = s.disk
     if d is None or not _disk_reading(d):
-        return 0, []
-    score, why = 0, []
+        return []
+    why = []
     bw = s.bandwidth.seq_read_mb_s if s.bandwidth is not None else 0.0
     if bw > 0 and d.rmb_s >= NEAR_BANDWIDTH * bw:
-        score += 3
         why.append(f"reading at {d.rmb_s / bw * 100:.0f}% of the measured bandwidth")
     if d.r_await >= DISK_AWAIT_HIGH_MS:
-        score += 2
         why.append(f"read await {d.r_await:.0f} ms >= {DISK_AWAIT_HIGH_MS:.0f} ms")
-    if d.aqu_sz >= DISK_QUEUE_DEEP:
-        score += 1
+    if why and d.aqu_sz >= DISK_QUEUE_DEEP:
         why.append(f"queue {d.aqu_sz:.1f} requests deep")
-    if d.util >= DISK_UTIL_SATURATED_PCT:
-        score += 2
-        why.append(f"%util {d.util:.0f}% >= {DISK_UTIL_SATURATED_PCT:.0f}%")
-    elif d.util >= DISK_BUSY_UTIL_PCT:
-        score += 1
-        why.append(f"a read in flight {d.util:.0f}% of the time")
-    if s.host is not None and s.host.cpu_iowait >= IOWAIT_HIGH_PCT:
-        score += 1
-        why.append(f"iowait {s.host.cpu_iowait:.0f}%")
-    return score, why
+    return why
 
 
-def _cpu_score(s: Signals) -> tuple[int, list[str]]:
-    score, why = 0, []
+def _readers(s: Signals) -> int:
+    if s.loader is not None and s.loader.num_workers:
+        return s.loader.num_workers
+    workers = sum(1 for p in s.procs if p.role == "worker")
+    return max(1, workers)
+
+
+def io_share_of_loading(s: Signals) -> float | None:
+    """Share of the loading time that a reader spends with a read in flight: aqu-sz (reads in
+    flight on average) per reader, over the time each reader spends loading (the loop's
+    data-wait with num_workers=0, all of its time for a DataLoader worker)."""
+    d = s.disk
+    if d is None or s.share is None or s.share <= 0:
+        return None
+    single = s.loader is None or not s.loader.num_workers
+    loading = s.share if single else 1.0
+    return min(1.0, d.aqu_sz / _readers(s) / loading)
+
+
+def _blocked_on_reads(s: Signals) -> list[str]:
+    share = io_share_of_loading(s)
+    if share is None or share < IO_SHARE_OF_LOADING or not _disk_reading(s.disk):
+        return []
+    return [f"the reader has a read in flight {share * 100:.0f}% of its loading time"]
+
+
+def _cpu_saturated(s: Signals) -> list[str]:
+    why = []
     if s.host is not None and s.host.cpu_busy >= CPU_SATURATED_PCT:
-        score += 3
         why.append(f"host CPU {s.host.cpu_busy:.0f}% busy")
     if s.worker_cpu is not None and s.worker_cpu >= PROC_SATURATED_PCT:
-        score += 3
         why.append(f"DataLoader workers at {s.worker_cpu:.0f}% of a core")
     no_workers = s.loader is not None and s.loader.num_workers == 0
     if no_workers and s.main_cpu is not None and s.main_cpu >= PROC_SATURATED_PCT:
-        score += 2
         why.append(f"num_workers=0 and the training process at {s.main_cpu:.0f}% of a core")
-    return score, why
+    return why
+
+
+def _weak_disk_signs(s: Signals) -> list[str]:
+    d = s.disk
+    if d is None or not _disk_reading(d):
+        return []
+    why = []
+    if d.util >= DISK_UTIL_SATURATED_PCT:
+        why.append(f"%util {d.util:.0f}% (on NVMe/RAID this saturates early)")
+    if s.host is not None and s.host.cpu_iowait >= IOWAIT_HIGH_PCT:
+        why.append(f"iowait {s.host.cpu_iowait:.0f}%")
+    return why
+
+
+def load_seen(s: Signals) -> bool:
+    """Some resource works while the GPU starves (for the verdict without loop figures)."""
+    busy_disk = s.disk is not None and _disk_reading(s.disk) and s.disk.util >= DISK_BUSY_UTIL_PCT
+    return bool(busy_disk or _device_limit(s) or _cpu_saturated(s) or _weak_disk_signs(s))
 
 
 def _small_files(s: Signals) -> bool:
@@ -294,19 +327,34 @@ def _small_files(s: Signals) -> bool:
     return d.rmb_s < LOW_BANDWIDTH * bw if bw > 0 else d.rmb_s < LOW_MB_S_WITHOUT_BASELINE
 
 
+def _disk_side(s: Signals, why: list[str]) -> tuple[str, list[str]]:
+    if _small_files(s):
+        d = s.disk
+        assert d is not None
+        return INPUT_SMALL_FILES, [
+            f"{d.r_s:.0f} reads/s of {d.rareq_sz:.0f} kB for only {d.rmb_s:.1f} MB/s",
+            *why,
+        ]
+    return INPUT_DISK, why
+
+
 def _cause(s: Signals) -> tuple[str, list[str]]:
-    disk, disk_why = _disk_score(s)
-    cpu, cpu_why = _cpu_score(s)
-    if disk > cpu or (disk == cpu == 0 and _disk_reading(s.disk) and s.disk.util > 0):
-        if _small_files(s):
-            d = s.disk
-            assert d is not None
-            return INPUT_SMALL_FILES, [
-                f"{d.r_s:.0f} reads/s of {d.rareq_sz:.0f} kB for only {d.rmb_s:.1f} MB/s",
-                *disk_why,
-            ]
-        return INPUT_DISK, disk_why or ["the disk is reading while the loop waits"]
-    return INPUT_CPU, cpu_why or ["the loop waits for data while the disk is not busy"]
+    """The first rule that holds names the cause (docs/verdicts.md, "Which input-bound?")."""
+    why = _device_limit(s)
+    if why:
+        return _disk_side(s, why)
+    why = _blocked_on_reads(s)
+    if why:
+        return _disk_side(s, why)
+    why = _cpu_saturated(s)
+    if why:
+        return INPUT_CPU, why
+    why = _weak_disk_signs(s)
+    if why:
+        return _disk_side(s, why)
+    if _disk_reading(s.disk) and s.disk is not None and s.disk.util > 0:
+        return _disk_side(s, ["the disk is reading while the loop waits"])
+    return INPUT_CPU, ["the loop waits for data while the disk is not busy"]
 
 
 # --- fixes ---
@@ -395,15 +443,13 @@ def decide(record: IntervalRecord, baselines: Mapping[str, DeviceBaseline]) -> V
         input_bound = False
     elif s.gpu is not None:
         # no loop figures: an idle or pulsing GPU while the disk or CPU works stands in
-        input_bound = (
-            not gpu_idle and _gpu_starved(s.gpu) and (_disk_score(s)[0] > 0 or _cpu_score(s)[0] > 0)
-        )
+        input_bound = not gpu_idle and _gpu_starved(s.gpu) and load_seen(s)
     else:
         input_bound = False
 
     if input_bound:
         verdict, why = _cause(s)
-        summary = f"{verdict}: " + "; ".join(why)
+        summary = "; ".join(why)
         if s.share is None:
             summary += " (inferred from the GPU: the loop is not instrumented)"
     elif s.loop_active is False and gpu_idle:

@@ -265,3 +265,29 @@ def test_the_top_device_speaks_for_the_path_not_the_disk_beneath_it():
     assert v.verdict == dg.INPUT_SMALL_FILES
     assert any(e.startswith("loop0:") for e in v.evidence)
     assert not any(e.startswith("vda:") for e in v.evidence)
+
+
+def test_a_single_reader_blocked_on_reads_is_disk_side_even_at_full_cpu():
+    # num_workers=0: the loop waits 45% of the time and has a read in flight 23% of the time
+    r = rec(
+        loader=loader(0.45),
+        cpu=host(busy=95),
+        devices=[disk(r_s=1800, rmb_s=27, rareq_sz=16, r_await=0.13, aqu_sz=0.23, util=21)],
+        procs=[ProcessIO(pid=1, name="python", role="main", cpu_percent=97)],
+    )
+    s = dg.signals(r, BASE)
+    assert dg.io_share_of_loading(s) == pytest.approx(0.23 / 0.45)
+    v = dg.decide(r, BASE)
+    assert v.verdict == dg.INPUT_SMALL_FILES
+    assert "read in flight 51% of its loading time" in v.summary
+    assert not v.summary.startswith("input-bound")  # the log line prefixes the verdict itself
+
+
+def test_many_workers_each_rarely_blocked_with_a_saturated_cpu_is_cpu():
+    r = rec(
+        loader=loader(0.45, workers=8),
+        cpu=host(busy=95),
+        devices=[disk(r_s=1800, rmb_s=27, rareq_sz=16, r_await=0.5, aqu_sz=0.9, util=60)],
+    )
+    assert dg.io_share_of_loading(dg.signals(r, BASE)) == pytest.approx(0.9 / 8)
+    assert dg.decide(r, BASE).verdict == dg.INPUT_CPU
