@@ -50,6 +50,17 @@ def verdict_lines(record: IntervalRecord) -> list[str]:
         f"pcie rx={g.pcie_rx_mb_s:.0f}MB/s tx={g.pcie_tx_mb_s:.0f}MB/s power={g.power_w:.0f}W"
         for g in record.gpus or []
     ]
+    readers = sorted(record.procs, key=lambda p: -(p.read_mb_s + p.rchar_mb_s))[:4]
+    if readers:
+        out.append(
+            "[Procs] "
+            + " ".join(
+                f"{p.role or 'proc'}:{p.pid} read={p.read_mb_s:.2f}MB/s "
+                f"rchar={p.rchar_mb_s:.2f}MB/s cpu={p.cpu_percent:.0f}%"
+                for p in readers
+            )
+            + (f" (+{len(record.procs) - len(readers)} more)" if len(record.procs) > 4 else "")
+        )
     ld = record.loader
     if ld is not None and ld.processes:
         out.append(
