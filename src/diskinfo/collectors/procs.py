@@ -8,6 +8,7 @@ Rates are pure functions of two snapshots; only `ProcsCollector` talks to psutil
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from diskinfo import loader_state
 from diskinfo.record import IntervalRecord, ProcessIO
 
 MAX_PROCESSES = 256
+TREE_RESCAN_S = 5.0  # a new worker set (each epoch without persistent_workers) shows within
 ROLE_ORDER = {"launcher": 0, "main": 1, "worker": 2, "helper": 3, "child": 4}
 HELPER_MARKERS = ("resource_tracker", "forkserver", "semaphore_tracker")
 
@@ -123,38 +125,73 @@ def publishers(directory: Path) -> set[int]:
     return out
 
 
-def snapshot_tree(root: int) -> list[ProcSnapshot]:
-    """The root and all its descendants; processes that vanish mid-read are left out."""
-    try:
-        top = psutil.Process(root)
-        members = [top, *top.children(recursive=True)][:MAX_PROCESSES]
-    except psutil.Error:
-        return []
-    out = []
-    for proc in members:
+class TreeReader:
+    """Reads the tree cheaply: finding descendants scans every PID on the machine, so the
+    member list is refreshed only every `TREE_RESCAN_S` (or when a member is gone); names,
+    start times and command lines are read once per process."""
+
+    def __init__(self) -> None:
+        self._root: int | None = None
+        self._members: list[psutil.Process] = []
+        self._scanned = -TREE_RESCAN_S
+        self._static: dict[tuple[int, float], tuple[str, str]] = {}
+
+    def _rescan(self, root: int) -> None:
+        self._root, self._scanned = root, time.monotonic()
         try:
-            with proc.oneshot():
-                try:
-                    io = proc.io_counters()
-                    read_bytes, rchar = io.read_bytes, getattr(io, "read_chars", 0)
-                except (psutil.AccessDenied, AttributeError):
-                    read_bytes = rchar = 0
-                cpu = proc.cpu_times()
-                out.append(
-                    ProcSnapshot(
-                        pid=proc.pid,
-                        ppid=proc.ppid(),
-                        name=proc.name(),
-                        create_time=proc.create_time(),
-                        read_bytes=read_bytes,
-                        rchar=rchar,
-                        cpu_s=cpu.user + cpu.system,
-                        cmdline=" ".join(proc.cmdline())[:200],
-                    )
-                )
+            top = psutil.Process(root)
+            self._members = [top, *top.children(recursive=True)][:MAX_PROCESSES]
         except psutil.Error:
-            continue
-    return out
+            self._members = []
+
+    def read(self, root: int) -> list[ProcSnapshot]:
+        if root != self._root or time.monotonic() - self._scanned >= TREE_RESCAN_S:
+            self._rescan(root)
+        out = self._read_members()
+        if len(out) < len(self._members):  # a member is gone: its successors may be new
+            self._rescan(root)
+            out = self._read_members()
+        return out
+
+    def _read_members(self) -> list[ProcSnapshot]:
+        out = []
+        for proc in self._members:
+            try:
+                with proc.oneshot():
+                    try:
+                        io = proc.io_counters()
+                        read_bytes, rchar = io.read_bytes, getattr(io, "read_chars", 0)
+                    except (psutil.AccessDenied, AttributeError):
+                        read_bytes = rchar = 0
+                    cpu = proc.cpu_times()
+                    born = proc.create_time()
+                    static = self._static.get((proc.pid, born))
+                    if static is None:
+                        static = (proc.name(), " ".join(proc.cmdline())[:200])
+                        self._static[(proc.pid, born)] = static
+                    out.append(
+                        ProcSnapshot(
+                            pid=proc.pid,
+                            ppid=proc.ppid(),
+                            name=static[0],
+                            create_time=born,
+                            read_bytes=read_bytes,
+                            rchar=rchar,
+                            cpu_s=cpu.user + cpu.system,
+                            cmdline=static[1],
+                        )
+                    )
+            except psutil.Error:
+                continue
+        if len(self._static) > 4 * MAX_PROCESSES:
+            live = {(p.pid, p.create_time) for p in out}
+            self._static = {k: v for k, v in self._static.items() if k in live}
+        return out
+
+
+def snapshot_tree(root: int) -> list[ProcSnapshot]:
+    """The root and all its descendants now; processes that vanish mid-read are left out."""
+    return TreeReader().read(root)
 
 
 class ProcsCollector:
@@ -163,6 +200,7 @@ class ProcsCollector:
         self.state_dir = state_dir if state_dir is not None else loader_state.state_dir()
         self._previous: dict[tuple[int, float], ProcSnapshot] = {}
         self._said: set[str] = set()
+        self._tree = TreeReader()
 
     def _once(self, record: IntervalRecord, message: str) -> None:
         if message not in self._said:
@@ -189,7 +227,7 @@ class ProcsCollector:
         if root is None:
             self._previous = {}
             return
-        tree = snapshot_tree(root)
+        tree = self._tree.read(root)
         if not tree:
             self._once(record, f"procs: training PID {root} is not running")
         roles = assign_roles(tree, root, publishers(self.state_dir))
