@@ -147,7 +147,8 @@ def open_direct(path: str) -> int:
     except OSError as exc:
         if exc.errno == errno.EINVAL:
             raise UserError(
-                f"{path}: the filesystem does not support direct I/O (tmpfs, some FUSE): "
+                f"{path}: the filesystem does not support direct I/O (some FUSE, tmpfs before "
+                "Linux 6.6): "
                 "there is no device bandwidth to measure here"
             ) from None
         raise

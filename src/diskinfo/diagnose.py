@@ -475,7 +475,13 @@ def decide(record: IntervalRecord, baselines: Mapping[str, DeviceBaseline]) -> V
         verdict, summary = IDLE, "the GPU is idle and the loop is not instrumented"
     else:
         verdict = UNKNOWN
-        summary = "no loop and no GPU figures: wrap the DataLoader with diskinfo.torch.watch"
+        if s.procs:  # the training command runs: starting up, or its loop is not wrapped
+            summary = (
+                "the training process publishes no loop figures (yet): no GPU to judge by; "
+                "wrap its DataLoader with diskinfo.torch.watch"
+            )
+        else:
+            summary = "no loop and no GPU figures: wrap the DataLoader with diskinfo.torch.watch"
 
     fixes = _fixes(verdict, s)
     host = s.host
