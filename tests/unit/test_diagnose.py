@@ -291,3 +291,12 @@ def test_many_workers_each_rarely_blocked_with_a_saturated_cpu_is_cpu():
     )
     assert dg.io_share_of_loading(dg.signals(r, BASE)) == pytest.approx(0.9 / 8)
     assert dg.decide(r, BASE).verdict == dg.INPUT_CPU
+
+
+def test_training_process_running_without_loop_figures_is_named():
+    r = rec(
+        devices=[disk(r_s=3000, rmb_s=950, util=99)],
+        procs=[ProcessIO(pid=7, name="python", role="main", cpu_percent=100)],
+    )
+    v = dg.decide(r, BASE)
+    assert v.verdict == dg.UNKNOWN and "publishes no loop figures (yet)" in v.summary
