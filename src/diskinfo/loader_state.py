@@ -94,17 +94,39 @@ def write_state(directory: Path, counters: LoaderCounters) -> None:
         raise
 
 
-def read_states(directory: Path) -> dict[int, LoaderCounters]:
-    """Every readable state file in `directory`; malformed or vanishing files are skipped."""
+def read_states(
+    directory: Path, cache: dict[str, tuple[tuple[int, int, int], LoaderCounters]] | None = None
+) -> dict[int, LoaderCounters]:
+    """Every readable state file in `directory`; malformed or vanishing files are skipped.
+
+    With `cache` (kept by the caller between calls), a file whose inode, size and mtime are
+    unchanged is not read again: files of finished runs cost one stat per interval, which
+    keeps the monitor's per-sample cost flat however many runs have left files behind.
+    """
     states: dict[int, LoaderCounters] = {}
+    seen: set[str] = set()
     try:
-        entries = list(directory.glob(f"{FILE_PREFIX}*.json"))
+        with os.scandir(directory) as it:
+            entries = [e for e in it if e.name.startswith(FILE_PREFIX) and e.name.endswith(".json")]
     except OSError:
         return states
     for entry in entries:
         try:
-            counters = decode(entry.read_text())
+            st = entry.stat()
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            hit = cache.get(entry.name) if cache is not None else None
+            if hit is not None and hit[0] == key:
+                counters = hit[1]
+            else:
+                with open(entry.path) as handle:
+                    counters = decode(handle.read())
+                if cache is not None:
+                    cache[entry.name] = (key, counters)
         except (OSError, ValueError):
             continue
+        seen.add(entry.name)
         states[counters.pid] = counters
+    if cache is not None:
+        for gone in set(cache) - seen:
+            del cache[gone]
     return states

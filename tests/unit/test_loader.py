@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 
 import pytest
 from hypothesis import given
@@ -129,3 +130,26 @@ def test_files_left_by_dead_processes_are_no_training_loop(tmp_path):
     record = IntervalRecord(ts=0, elapsed_s=1.0)
     collector.fill(record)
     assert record.loader is None
+
+
+def test_read_states_cache_rereads_only_changed_files(tmp_path, monkeypatch):
+    loader_state.write_state(tmp_path, LoaderCounters(pid=11, batches=1))
+    loader_state.write_state(tmp_path, LoaderCounters(pid=12, batches=5))
+    decoded: list[str] = []
+    real = loader_state.decode
+    monkeypatch.setattr(loader_state, "decode", lambda text: decoded.append(text) or real(text))
+    cache: dict = {}
+    assert {p: c.batches for p, c in loader_state.read_states(tmp_path, cache).items()} == {
+        11: 1,
+        12: 5,
+    }
+    assert len(decoded) == 2
+    decoded.clear()
+    time.sleep(0.01)
+    loader_state.write_state(tmp_path, LoaderCounters(pid=11, batches=2))
+    states = loader_state.read_states(tmp_path, cache)
+    assert states[11].batches == 2 and states[12].batches == 5
+    assert len(decoded) == 1  # only the rewritten file was read again
+    loader_state.state_path(tmp_path, 12).unlink()
+    assert set(loader_state.read_states(tmp_path, cache)) == {11}
+    assert set(cache) == {"loader-11.json"}

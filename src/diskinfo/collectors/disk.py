@@ -17,6 +17,7 @@ from diskinfo.record import IntervalRecord
 from diskinfo.resolve import Resolution, Resolver
 from diskinfo.sources import diskstats
 from diskinfo.sources.diskstats import ALL_FIELDS, DiskCounters
+from diskinfo.sources.procfile import ProcFile
 
 RERESOLVE_S = 10.0  # after a device vanished, look for it again at most this often
 
@@ -27,12 +28,12 @@ class DiskCollector:
     def __init__(
         self,
         paths: Sequence[str],
-        read: Callable[[], str] = diskstats.read,
+        read: Callable[[], str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         resolver: Callable[[], Resolver] = Resolver.live,
     ) -> None:
         self.paths = list(paths)
-        self._read = read
+        self._read = read or ProcFile(diskstats.PATH)
         self._clock = clock
         self._resolver = resolver
         self.resolutions: list[Resolution] = []

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from diskinfo.record import HostFigures, IntervalRecord
+from diskinfo.sources.procfile import ProcFile
 
 DATASET_REFRESH_S = 600.0
 DATASET_MAX_ENTRIES = 2_000_000  # stop walking here; the size is then a lower bound
@@ -158,20 +159,16 @@ def shm_size_mb(path: str = SHM_PATH) -> float | None:
     return st.f_blocks * st.f_frsize / 2**20
 
 
-def _read(path: str) -> str:
-    with open(path) as handle:
-        return handle.read()
-
-
 class HostCollector:
     def __init__(
         self,
         data_paths: Sequence[str] = (),
-        read: Callable[[str], str] = _read,
+        read: Callable[[str], str] | None = None,
         shm_path: str = SHM_PATH,
     ) -> None:
         self.data_paths = list(data_paths)
-        self._read = read
+        files = {path: ProcFile(path) for path in ("/proc/stat", "/proc/meminfo")}
+        self._read = read or (lambda path: files[path].read())
         self._shm_path = shm_path
         self._prev: CpuTimes | None = None
         self._count = os.cpu_count() or 0

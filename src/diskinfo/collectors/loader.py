@@ -77,11 +77,12 @@ class LoaderCollector:
     def __init__(
         self,
         directory: Path | None = None,
-        read: Callable[[Path], dict[int, LoaderCounters]] = loader_state.read_states,
+        read: Callable[[Path], dict[int, LoaderCounters]] | None = None,
         alive: Callable[[int], bool] = pid_alive,
     ) -> None:
         self.directory = directory if directory is not None else loader_state.state_dir()
-        self._read = read
+        cache: dict = {}
+        self._read = read or (lambda d: loader_state.read_states(d, cache))
         self._alive = alive
         self._previous: dict[int, LoaderCounters] = {}
 
