@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,11 @@ def test_collector_warns_on_unreadable_proc_and_keeps_going():
     record = IntervalRecord(ts=0, elapsed_s=1.0)
     collector.fill(record)
     assert record.cpu is not None and len(record.warnings) == 2
+
+
+def test_tree_size_counts_hard_links_once_and_overlapping_roots_once(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x").write_bytes(b"x" * 100)
+    os.link(tmp_path / "d" / "x", tmp_path / "d" / "y")
+    (tmp_path / "z").write_bytes(b"z" * 10)
+    assert tree_size([str(tmp_path), str(tmp_path / "d"), str(tmp_path / "z")]) == (110, True)

@@ -2,11 +2,13 @@
 
 Parsers take the file's text; only `HostCollector` opens files. The dataset size is measured
 once in a background thread (a walk over millions of files must not delay a sample) and
-refreshed every `DATASET_REFRESH_S`.
+refreshed every `DATASET_REFRESH_S` (datasets rarely change during a run; a walk over a
+million files costs seconds of CPU, so refreshing it often would dominate the monitor's cost).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from diskinfo.record import HostFigures, IntervalRecord
 from diskinfo.sources.procfile import ProcFile
 
-DATASET_REFRESH_S = 600.0
+DATASET_REFRESH_S = 3600.0
 DATASET_MAX_ENTRIES = 2_000_000  # stop walking here; the size is then a lower bound
 SHM_PATH = "/dev/shm"
 
@@ -115,23 +117,40 @@ def memory_figures(meminfo: dict[str, int]) -> tuple[float, float, float]:
 
 def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> tuple[int, bool]:
     """(bytes in regular files under paths, complete?). Symlinks are not followed; each file
-    counts once even when paths overlap."""
-    seen: set[tuple[int, int]] = set()
+    counts once even when paths overlap or files are hard-linked.
+
+    Memory stays flat for millions of files: only directories (few) and files with more than
+    one link (rare) are remembered, not every file seen.
+    """
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_links: set[tuple[int, int]] = set()
     total = 0
     entries = 0
     stack: list[str] = []
+
+    def count_file(st: os.stat_result, remember: bool = False) -> None:
+        nonlocal total
+        if remember or st.st_nlink > 1 or (st.st_dev, st.st_ino) in seen_links:
+            key = (st.st_dev, st.st_ino)
+            if key in seen_links:
+                return
+            seen_links.add(key)
+        total += st.st_size
+
     for top in paths:  # the watched paths themselves may be symlinks (/workspace/data -> ...)
         real = os.path.realpath(top)
         if os.path.isdir(real):
             stack.append(real)
         elif os.path.isfile(real):
-            st = os.stat(real)
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_size
+            count_file(os.stat(real), remember=True)  # a watched file may also be walked
     while stack:
+        directory = stack.pop()
         try:
-            with os.scandir(stack.pop()) as it:
+            st = os.stat(directory)
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                continue  # reached again through an overlapping watched path
+            seen_dirs.add((st.st_dev, st.st_ino))
+            with os.scandir(directory) as it:
                 for entry in it:
                     entries += 1
                     if entries > max_entries:
@@ -140,10 +159,7 @@ def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> t
                         if entry.is_dir(follow_symlinks=False):
                             stack.append(entry.path)
                         elif entry.is_file(follow_symlinks=False):
-                            est = entry.stat(follow_symlinks=False)
-                            if (est.st_dev, est.st_ino) not in seen:
-                                seen.add((est.st_dev, est.st_ino))
-                                total += est.st_size
+                            count_file(entry.stat(follow_symlinks=False))
                     except OSError:
                         continue
         except OSError:
@@ -194,6 +210,10 @@ class HostCollector:
         threading.Thread(target=self._measure, name="diskinfo-dataset", daemon=True).start()
 
     def _measure(self) -> None:
+        # the walk is background work: on Linux a thread's nice value is its own, so the
+        # training job's threads keep priority over it
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         try:
             size, _complete = tree_size(self.data_paths)
             with self._lock:
