@@ -69,7 +69,8 @@ RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
 # ---------------------------------------------------------------------------------------------
 FROM torch AS tools
 ARG OFFLINE=0
-# The services and diskinfo's dependencies: these change less often than our code.
+# The services and diskinfo's dependencies: these change less often than our code. numpy:
+# torch warns on every import without it, and most training code needs it anyway.
 RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
     --mount=type=secret,id=ca_bundle,required=false \
     --mount=type=bind,source=docker/wheelhouse,target=/wheelhouse \
@@ -78,7 +79,7 @@ RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
         && export PIP_CERT=/tmp/ca.pem; fi \
     && src=(--find-links /wheelhouse) && if [ "$OFFLINE" = 1 ]; then src+=(--no-index); fi \
     && pip install "${src[@]}" \
-        'jupyterlab>=4.2,<5' 'supervisor>=4.2.5,<5' 'setuptools>=77' \
+        'jupyterlab>=4.2,<5' 'supervisor>=4.2.5,<5' 'setuptools>=77' 'numpy' \
         'psutil>=5.9' 'prometheus_client>=0.17' 'nvidia-ml-py>=12.535' \
     && rm -f /tmp/ca.pem
 
