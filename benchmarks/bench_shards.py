@@ -194,8 +194,8 @@ def one_run(
     )
     jsonl = run_dir / "diskinfo.jsonl"
     deadline = time.monotonic() + 60
-    while not (jsonl.exists() and jsonl.stat().st_size) and time.monotonic() < deadline:
-        time.sleep(0.2)  # the monitor's first interval is recorded
+    while time.monotonic() < deadline and (not jsonl.exists() or jsonl.read_text().count("\n") < 2):
+        time.sleep(0.2)  # two intervals recorded: the monitor's start-up walk of the data is done
     make_cold(data, [reader.pid, watch.pid])
     time.sleep(2.0)  # quiet intervals before the epoch
     load = os.getloadavg()[0]  # other work on the machine competes for CPU and disk
