@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 NEEDS_ROOT = os.geteuid() != 0 or shutil.which("losetup") is None
 
@@ -34,3 +35,13 @@ def mounted(source: str, target: str, *opts: str) -> Iterator[str]:
         yield target
     finally:
         subprocess.run(["umount", "-l", target], check=False)
+
+
+@contextlib.contextmanager
+def ext4_loop(directory: Path, size_mb: int = 256) -> Iterator[tuple[Path, str]]:
+    """A fresh ext4 on its own loop device, mounted at directory/mnt: only the test's I/O
+    lands on it. Yields (mount point, kernel device name)."""
+    with loop_device(str(directory / "disk.img"), size_mb) as dev:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        with mounted(dev, str(directory / "mnt")) as mnt:
+            yield Path(mnt), Path(dev).name

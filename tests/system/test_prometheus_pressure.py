@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from disk_devices import ext4_loop
 
 ROOT = Path(__file__).resolve().parents[2]
 PROLOG = ROOT / "monitoring/slurm/prolog.sh"
@@ -36,22 +37,8 @@ def free_port() -> int:
 @pytest.fixture
 def loop_fs(tmp_path: Path):
     """An ext4 filesystem on a loop device: only this test's I/O lands on it."""
-    img, mnt = tmp_path / "disk.img", tmp_path / "mnt"
-    mnt.mkdir()
-    with open(img, "wb") as f:
-        f.truncate(256 * 2**20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True, capture_output=True)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    try:
-        subprocess.run(["mount", dev, str(mnt)], check=True)
-        try:
-            yield mnt, Path(dev).name
-        finally:
-            subprocess.run(["umount", "-l", str(mnt)], check=False)
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
+    with ext4_loop(tmp_path) as fs:
+        yield fs
 
 
 def status(port: int) -> dict:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from disk_devices import ext4_loop
 
 ROOT = Path(__file__).resolve().parents[2]
 PROLOG = ROOT / "monitoring/slurm/prolog.sh"
@@ -61,22 +62,8 @@ def until(predicate, timeout: float, what: str, step: float = 0.5):
 
 @pytest.fixture
 def loop_fs(tmp_path: Path) -> Iterator[Path]:
-    img, mnt = tmp_path / "disk.img", tmp_path / "mnt"
-    mnt.mkdir()
-    with open(img, "wb") as f:
-        f.truncate(256 * 2**20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], check=True, capture_output=True)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    try:
-        subprocess.run(["mount", dev, str(mnt)], check=True)
-        try:
-            yield mnt
-        finally:
-            subprocess.run(["umount", "-l", str(mnt)], check=False)
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
+    with ext4_loop(tmp_path) as fs:
+        yield fs[0]
 
 
 @pytest.fixture
