@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from diskinfo import __version__
 from diskinfo.errors import UserError
@@ -25,6 +26,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments end in one line naming the problem and where help is, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def _handler(module: str, func: str = "run"):
     def call(args: argparse.Namespace) -> int:
         return getattr(importlib.import_module(module), func)(args)
@@ -33,7 +41,7 @@ def _handler(module: str, func: str = "run"):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="diskinfo",
         description="Is the GPU waiting for data? Disk, GPU and data-loader observability.",
     )

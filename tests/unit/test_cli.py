@@ -1,0 +1,31 @@
+"""Bad arguments: one line on stderr naming the problem, exit 2, never a usage dump."""
+
+from __future__ import annotations
+
+import pytest
+
+from diskinfo.cli import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["watch", "/tmp", "--interval", "0"], "must be greater than 0"),
+        (["watch", "/tmp", "--interval", "abc"], "not a number"),
+        ([], "required: COMMAND"),
+        (["frob"], "invalid choice: 'frob'"),
+        (["pack"], "required: SRC, DEST"),
+    ],
+)
+def test_bad_arguments_give_one_line_and_exit_2(capsys, argv, expected):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err and "--help" in err, err
+
+
+def test_missing_path_is_one_line_exit_2(capsys):
+    assert main(["resolve", "/no/such/path"]) == 2
+    err = capsys.readouterr().err
+    assert err == "diskinfo: error: no such file or directory: /no/such/path\n"
