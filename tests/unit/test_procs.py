@@ -145,3 +145,23 @@ def test_no_pid_file_option_means_no_process_figures(tmp_path):
     ProcsCollector(None, state_dir=tmp_path).fill(record)
     assert record.procs == [] and not record.warnings
     assert loader_state.FILE_PREFIX == "loader-"
+
+
+def test_training_that_has_exited_is_said_once_and_never_breaks_the_collector(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # a PID that no longer runs, as after the training command ended
+    pid_file = tmp_path / "train.pid"
+    pid_file.write_text(f"{child.pid}\n")
+    collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+    records = [IntervalRecord(ts=0, elapsed_s=1.0) for _ in range(3)]
+    for r in records:
+        collector.fill(r)  # raised KeyError once the root was gone
+    assert records[0].warnings == [f"procs: training PID {child.pid} is not running"]
+    assert [r.warnings for r in records[1:]] == [[], []]
+    assert all(r.procs == [] for r in records)
+
+
+def test_roles_when_the_root_is_not_in_the_tree():
+    assert assign_roles([], 99) == {}
+    # the root is gone but its python child is still the training script
+    assert assign_roles([snap(12, 11, "python3")], 11) == {12: "main"}

@@ -69,10 +69,10 @@ def assign_roles(
             pid = queue.pop(0)
             order.append(pid)
             queue.extend(sorted(children.get(pid, [])))
-        python = [pid for pid in order if "python" in by_pid[pid].name.lower()] if order else []
+        python = [pid for pid in order if pid in by_pid and "python" in by_pid[pid].name.lower()]
         mains = {python[0] if python else root}
     roles: dict[int, str] = {}
-    for main in mains:
+    for main in mains & by_pid.keys():  # the root may be gone already
         roles[main] = "main"
         for child in children.get(main, []):
             if child in mains:
@@ -230,6 +230,8 @@ class ProcsCollector:
         tree = self._tree.read(root)
         if not tree:
             self._once(record, f"procs: training PID {root} is not running")
+            self._previous = {}
+            return
         roles = assign_roles(tree, root, publishers(self.state_dir))
         record.procs = process_rates(self._previous, tree, roles, record.elapsed_s)
         self._previous = {p.key: p for p in tree}
