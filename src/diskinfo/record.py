@@ -144,10 +144,9 @@ class LoaderFigures:
 class Verdict:
     """What the interval means, in plain words, with the evidence and the fixes to try."""
 
-    verdict: (
-        str  # "input-bound: disk" | "input-bound: cpu" | "input-bound: small-file random reads"
-    )
-    #             | "compute-bound" | "idle" | "unknown"
+    # "input-bound: disk" | "input-bound: cpu" | "input-bound: small-file random reads"
+    # | "compute-bound" | "idle" | "unknown"
+    verdict: str
     summary: str = ""
     evidence: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)

@@ -118,7 +118,7 @@ def test_a_line_cut_short_by_a_full_disk_is_ended_before_the_next(tmp_path, monk
     assert path.read_text().splitlines()[-1] == '{"next":2}'
 
 
-def test_schema_doc_covers_every_device_and_nfs_field():
+def test_schema_doc_covers_every_field_of_the_record():
     import dataclasses
     from pathlib import Path
 
@@ -126,7 +126,10 @@ def test_schema_doc_covers_every_device_and_nfs_field():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "jsonl-schema.md").read_text()
     assert f"`{SCHEMA}`" in doc
-    for kind in (IntervalRecord, DeviceFigures, NfsFigures):
+    from diskinfo.record import GpuFigures, HostFigures, LoaderFigures, ProcessIO, Verdict
+
+    kinds = (IntervalRecord, DeviceFigures, NfsFigures, GpuFigures, HostFigures, ProcessIO)
+    for kind in (*kinds, LoaderFigures, Verdict):
         for f in dataclasses.fields(kind):
             assert f"`{f.name}`" in doc, f"{kind.__name__}.{f.name} is not documented"
 
