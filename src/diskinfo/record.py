@@ -77,6 +77,32 @@ class NfsFigures:
 
 
 @dataclass
+class CgroupIO:
+    """This process's cgroup (the container's) on one watched device: its own I/O, not the
+    whole device's, and the throttle limits it runs under (sources/cgroup.py)."""
+
+    device: str  # kernel name
+    majmin: str
+    cgroup: str = ""  # the cgroup's directory as read
+    version: int = 0  # 1: v1 blkio controller, 2: unified io controller
+    read_bytes_s: float = 0.0
+    write_bytes_s: float = 0.0
+    read_ios_s: float = 0.0
+    write_ios_s: float = 0.0
+    # limits per second (v1 blkio.throttle.*_device, v2 io.max); None: no limit
+    read_bps: int | None = None
+    write_bps: int | None = None
+    read_iops: int | None = None
+    write_iops: int | None = None
+    throttled: bool = False  # a rate within THROTTLED_SHARE of its limit
+    throttled_by: list[str] = field(default_factory=list)  # "read_iops", ...
+    pressure_some_avg10: float | None = None  # io.pressure, % of time (whole cgroup)
+    pressure_full_avg10: float | None = None
+    # cumulative counters: read_bytes, write_bytes, read_ios, write_ios (+ discard_*)
+    counters: dict[str, int] | None = None
+
+
+@dataclass
 class GpuFigures:
     """One GPU summarised over one interval from samples taken at >= 10 Hz."""
 
@@ -171,6 +197,7 @@ class IntervalRecord:
     loader: LoaderFigures | None = None
     verdict: Verdict | None = None
     warnings: list[str] = field(default_factory=list)
+    cgroup_io: list[CgroupIO] = field(default_factory=list)  # own cgroup, per watched device
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -195,4 +222,5 @@ class IntervalRecord:
         plain["procs"] = [build(ProcessIO, p) for p in data.get("procs", [])]
         plain["loader"] = build(LoaderFigures, data.get("loader"))
         plain["verdict"] = build(Verdict, data.get("verdict"))
+        plain["cgroup_io"] = [build(CgroupIO, c) for c in data.get("cgroup_io", [])]
         return cls(**plain)

@@ -126,10 +126,17 @@ def test_schema_doc_covers_every_field_of_the_record():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "jsonl-schema.md").read_text()
     assert f"`{SCHEMA}`" in doc
-    from diskinfo.record import GpuFigures, HostFigures, LoaderFigures, ProcessIO, Verdict
+    from diskinfo.record import (
+        CgroupIO,
+        GpuFigures,
+        HostFigures,
+        LoaderFigures,
+        ProcessIO,
+        Verdict,
+    )
 
     kinds = (IntervalRecord, DeviceFigures, NfsFigures, GpuFigures, HostFigures, ProcessIO)
-    for kind in (*kinds, LoaderFigures, Verdict):
+    for kind in (*kinds, LoaderFigures, Verdict, CgroupIO):
         for f in dataclasses.fields(kind):
             assert f"`{f.name}`" in doc, f"{kind.__name__}.{f.name} is not documented"
 
