@@ -308,3 +308,24 @@ def test_live_own_cgroup_is_found():
 
     found = own_locations()
     assert found and all(Path(loc.directory).is_dir() for loc in found)
+
+
+def test_text_log_line_says_the_limit_and_throttling():
+    from diskinfo.record import CgroupIO
+    from diskinfo.sinks.textlog import lines
+
+    fig = CgroupIO("loop3", "7:3", read_bytes_s=4096000, read_ios_s=1000, read_iops=1000)
+    fig.throttled, fig.throttled_by = True, ["read_iops"]
+    quiet = CgroupIO("sda", "8:0")  # no I/O and no limits: no line
+    out = lines(IntervalRecord(ts=0, elapsed_s=1.0, cgroup_io=[fig, quiet]))
+    assert out == [
+        "[Cgroup] loop3: Read=3.91MB/s Write=0.00MB/s r/s=1000.0 w/s=0.0 limits rbps=- wbps=- "
+        "riops=1000 wiops=- THROTTLED(read_iops)"
+    ]
+
+
+def test_record_round_trips_through_json():
+    from diskinfo.record import CgroupIO
+
+    rec = IntervalRecord(ts=0, elapsed_s=1.0, cgroup_io=[CgroupIO("sda", "8:0", read_iops=5)])
+    assert IntervalRecord.from_dict(rec.to_dict()) == rec

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from diskinfo.errors import UserError
 from diskinfo.record import (
+    CgroupIO,
     DeviceFigures,
     GpuFigures,
     HostFigures,
@@ -151,6 +152,32 @@ def full_record(**over) -> IntervalRecord:
             fixes=[f"fix {SECRET}"],
         ),
         warnings=[f"warning quoting JUPYTER_TOKEN={SECRET}"],
+        cgroup_io=[
+            CgroupIO(
+                "nvme0n1",
+                "259:0",
+                read_bytes_s=4e6,
+                write_bytes_s=1.0,
+                read_ios_s=1000.0,
+                write_ios_s=1.0,
+                read_bps=10**9,
+                write_bps=10**8,
+                read_iops=1000,
+                write_iops=500,
+                throttled=True,
+                throttled_by=["read_iops"],
+                pressure_some_avg10=60.0,
+                pressure_full_avg10=55.0,
+                counters={
+                    "read_bytes": 4096000,
+                    "write_bytes": 1,
+                    "read_ios": 1000,
+                    "write_ios": 1,
+                    "discard_bytes": 0,
+                    "discard_ios": 0,
+                },
+            )
+        ],
     )
     for key, value in over.items():
         setattr(rec, key, value)

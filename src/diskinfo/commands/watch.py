@@ -35,17 +35,20 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         if not res.measurable or res.inferred:
             print(f"diskinfo: {res.path}: {res.note}", file=sys.stderr)
 
-    collectors: list[Collector] = [DiskCollector(args.paths)]
+    disk = DiskCollector(args.paths)
+    collectors: list[Collector] = [disk]
     nfs = [r.mount.mountpoint for r in resolutions if r.kind == "nfs"]
     if nfs:
         collectors.append(NfsCollector(nfs))
     # --- more collectors (GPU, host, process tree, data loader) are appended here ---
+    from diskinfo.collectors.cgroup import CgroupCollector
     from diskinfo.collectors.gpu import GpuCollector
     from diskinfo.collectors.host import HostCollector
     from diskinfo.collectors.loader import LoaderCollector
     from diskinfo.collectors.procs import ProcsCollector
 
     collectors += [
+        CgroupCollector(lambda: disk.devices),  # the container's own I/O on those devices
         GpuCollector(),
         HostCollector(args.paths),
         ProcsCollector(getattr(args, "pid_file", None)),

@@ -201,6 +201,53 @@ NFS_GAUGES: dict[str, tuple[str, float, str]] = {
 for _name, _f, _help in NFS_GAUGES.values():
     _spec(_name, "gauge", f"{_help}, latest interval", NFS, "NFS")
 
+# --- the monitor's own cgroup (the container's) per watched device (CgroupIO) ---
+CGROUP_COUNTERS: dict[str, tuple[str, float, str]] = {
+    "read_bytes": ("diskinfo_cgroup_read_bytes_total", 1, "Bytes this cgroup read"),
+    "write_bytes": ("diskinfo_cgroup_written_bytes_total", 1, "Bytes this cgroup wrote"),
+    "read_ios": ("diskinfo_cgroup_read_ios_total", 1, "Read I/Os this cgroup issued"),
+    "write_ios": ("diskinfo_cgroup_write_ios_total", 1, "Write I/Os this cgroup issued"),
+    "discard_bytes": ("diskinfo_cgroup_discarded_bytes_total", 1, "Bytes this cgroup discarded"),
+    "discard_ios": ("diskinfo_cgroup_discard_ios_total", 1, "Discard I/Os this cgroup issued"),
+}
+for _name, _f, _help in CGROUP_COUNTERS.values():
+    _spec(_name, "counter", f"{_help}, cumulative (cgroup io.stat / blkio)", DEV, "cgroup")
+CGROUP_GAUGES: dict[str, tuple[str, float, str]] = {
+    "read_bytes_s": ("diskinfo_cgroup_read_bytes_per_second", 1, "Bytes read per second"),
+    "write_bytes_s": ("diskinfo_cgroup_written_bytes_per_second", 1, "Bytes written per second"),
+    "read_ios_s": ("diskinfo_cgroup_read_ios_per_second", 1, "Read I/Os per second"),
+    "write_ios_s": ("diskinfo_cgroup_write_ios_per_second", 1, "Write I/Os per second"),
+    "read_bps": (
+        "diskinfo_cgroup_read_limit_bytes_per_second",
+        1,
+        "Read bandwidth limit (absent: none)",
+    ),
+    "write_bps": (
+        "diskinfo_cgroup_write_limit_bytes_per_second",
+        1,
+        "Write bandwidth limit (absent: none)",
+    ),
+    "read_iops": ("diskinfo_cgroup_read_limit_iops", 1, "Read IOPS limit (absent: none)"),
+    "write_iops": ("diskinfo_cgroup_write_limit_iops", 1, "Write IOPS limit (absent: none)"),
+    "throttled": (
+        "diskinfo_cgroup_throttled",
+        1,
+        "1 when a rate is at >= 90% of its cgroup limit, else 0",
+    ),
+    "pressure_some_avg10": (
+        "diskinfo_cgroup_io_pressure_some_ratio",
+        0.01,
+        "Share of time some of the cgroup's tasks stalled on I/O (PSI avg10), 0..1",
+    ),
+    "pressure_full_avg10": (
+        "diskinfo_cgroup_io_pressure_full_ratio",
+        0.01,
+        "Share of time all of the cgroup's tasks stalled on I/O (PSI avg10), 0..1",
+    ),
+}
+for _name, _f, _help in CGROUP_GAUGES.values():
+    _spec(_name, "gauge", f"{_help}, this cgroup, latest interval", DEV, "cgroup")
+
 # --- GPUs (GpuFigures attributes) ---
 _spec("diskinfo_gpus", "gauge", "GPUs seen through NVML (0: no GPU or no NVML)", group="GPU")
 GPU_GAUGES: dict[str, tuple[str, float, str]] = {
@@ -406,6 +453,10 @@ class RecordCollector:
         mounts = [([n.mount, redact(n.server)], n) for n in record.nfs]
         yield from _figures(NFS_COUNTERS, mounts, lambda n: n.counters)
         yield from _figures(NFS_GAUGES, mounts, vars)
+
+        groups = [([c.device], c) for c in record.cgroup_io]
+        yield from _figures(CGROUP_COUNTERS, groups, lambda c: c.counters)
+        yield from _figures(CGROUP_GAUGES, groups, vars)
 
         gpus = [([str(g.index), g.name], g) for g in record.gpus or []]
         yield from _figures(GPU_GAUGES, gpus, vars)

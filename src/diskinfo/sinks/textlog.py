@@ -11,7 +11,7 @@ import sys
 import time
 from typing import TextIO
 
-from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures
+from diskinfo.record import CgroupIO, DeviceFigures, IntervalRecord, NfsFigures
 from diskinfo.sinks.rotating import RotatingFile
 
 FILENAME = "diskinfo.log"
@@ -40,6 +40,30 @@ def nfs_line(fig: NfsFigures) -> str:
         f"write/s={fig.write_ops_s:.1f} read_rtt={fig.read_rtt_ms:.2f}ms "
         f"write_rtt={fig.write_rtt_ms:.2f}ms retrans={fig.retrans}"
     )
+
+
+def cgroup_line(fig: CgroupIO) -> str:
+    """The container's own I/O on a device and its cgroup limits (none: `-`)."""
+    mib = 2**20
+
+    def limit(value: int | None, bytes_: bool) -> str:
+        if value is None:
+            return "-"
+        return f"{value / mib:.2f}MB/s" if bytes_ else f"{value}"
+
+    line = (
+        f"[Cgroup] {fig.device}: Read={fig.read_bytes_s / mib:.2f}MB/s "
+        f"Write={fig.write_bytes_s / mib:.2f}MB/s r/s={fig.read_ios_s:.1f} "
+        f"w/s={fig.write_ios_s:.1f} limits rbps={limit(fig.read_bps, True)} "
+        f"wbps={limit(fig.write_bps, True)} riops={limit(fig.read_iops, False)} "
+        f"wiops={limit(fig.write_iops, False)}"
+    )
+    if fig.pressure_some_avg10 is not None:
+        line += f" io-pressure some={fig.pressure_some_avg10:.1f}% full="
+        line += f"{fig.pressure_full_avg10 or 0:.1f}%"
+    if fig.throttled:
+        line += f" THROTTLED({','.join(fig.throttled_by)})"
+    return line
 
 
 def verdict_lines(record: IntervalRecord) -> list[str]:
@@ -78,6 +102,11 @@ def verdict_lines(record: IntervalRecord) -> list[str]:
 def lines(record: IntervalRecord) -> list[str]:
     out = [device_line(f) for f in record.devices]
     out += [nfs_line(f) for f in record.nfs]
+    out += [  # quiet devices without limits would add a line of zeros per interval
+        cgroup_line(f)
+        for f in record.cgroup_io
+        if f.read_ios_s or f.write_ios_s or f.read_bps or f.write_bps or f.read_iops or f.write_iops
+    ]
     out += verdict_lines(record)
     out += [f"[warning] {w}" for w in record.warnings]
     return out
