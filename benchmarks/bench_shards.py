@@ -498,17 +498,16 @@ class Blkio:
     def add(self, pid: int) -> None:
         (self.path / "cgroup.procs").write_text(f"{pid}\n")
 
-    def _read(self, name: str) -> int:
-        for line in (self.path / name).read_text().splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[0] == self.devno and parts[1] == "Read":
-                return int(parts[2])
-        return 0
+    def _read(self, name: str, unit: str) -> int:
+        from diskinfo.sources.cgroup import parse_v1_stat
+
+        stats = parse_v1_stat((self.path / name).read_text(), unit)
+        return stats.get(self.devno, {}).get(f"read_{unit}", 0)
 
     def reads(self) -> tuple[int, int]:
         """(read I/Os, bytes) issued by the group to the device so far (bios, before merging)."""
-        return self._read("blkio.throttle.io_serviced"), self._read(
-            "blkio.throttle.io_service_bytes"
+        return self._read("blkio.throttle.io_serviced", "ios"), self._read(
+            "blkio.throttle.io_service_bytes", "bytes"
         )
 
     def remove(self) -> None:
