@@ -13,10 +13,11 @@ docs/verdicts.md explains every rule; the thresholds are the constants below.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from diskinfo.baseline import DeviceBaseline
 from diskinfo.record import (
+    CgroupIO,
     DeviceFigures,
     GpuFigures,
     HostFigures,
@@ -94,6 +95,8 @@ class Signals:
     worker_cpu: float | None  # mean CPU % of one core over DataLoader worker processes
     main_cpu: float | None
     procs: list[ProcessIO]
+    capped: CgroupIO | None = None  # this container's reads at its cgroup's limit
+    cgroup: list[CgroupIO] = field(default_factory=list)
 
 
 def _watched(devices: list[DeviceFigures]) -> list[DeviceFigures]:
@@ -151,6 +154,11 @@ def signals(record: IntervalRecord, baselines: Mapping[str, DeviceBaseline]) -> 
         worker_cpu=_mean_cpu(record.procs, "worker"),
         main_cpu=_mean_cpu(record.procs, "main"),
         procs=record.procs,
+        capped=next(
+            (c for c in record.cgroup_io if {"read_iops", "read_bps"} & set(c.throttled_by)),
+            None,
+        ),
+        cgroup=record.cgroup_io,
     )
 
 
@@ -185,6 +193,31 @@ def _fits_in_ram(host: HostFigures | None) -> bool:
 
 def _mb(value: float) -> str:
     return f"{value / 1024:.1f} GB" if value >= 1024 else f"{value:.0f} MB"
+
+
+def _cap(c: CgroupIO) -> str:
+    """The read limit a capped cgroup runs at, in words: "1000 IOPS", "50.0 MB/s"."""
+    caps = []
+    if "read_iops" in c.throttled_by and c.read_iops:
+        caps.append(f"{c.read_iops} IOPS")
+    if "read_bps" in c.throttled_by and c.read_bps:
+        caps.append(f"{c.read_bps / 2**20:.1f} MB/s")
+    return " and ".join(caps)
+
+
+def _capped_line(s: Signals) -> str:
+    c = s.capped
+    assert c is not None
+    how = "blkio throttle" if c.version == 1 else "io.max"
+    line = (
+        f"this container's reads are capped by its cgroup at {_cap(c)} ({how} on {c.device}; "
+        f"it reads {c.read_ios_s:.0f} IOPS, {c.read_bytes_s / 2**20:.1f} MB/s)"
+    )
+    d = s.disk
+    if d is None or d.util < DISK_BUSY_UTIL_PCT:
+        util = f" (%util {d.util:.0f}%)" if d is not None else ""
+        line += f"; the device itself is not busy{util}"
+    return line
 
 
 # --- evidence ---
@@ -225,6 +258,8 @@ def _evidence(s: Signals) -> list[str]:
                 f" ({s.bandwidth.rand_read_iops:.0f} random 4k IOPS)"
             )
         out.append(line)
+    if s.capped is not None:
+        out.append(_capped_line(s))
     if s.host is not None:
         h = s.host
         out.append(f"CPU {h.cpu_busy:.0f}% busy of {h.cpu_count} cores, iowait {h.cpu_iowait:.0f}%")
@@ -340,6 +375,8 @@ def _disk_side(s: Signals, why: list[str]) -> tuple[str, list[str]]:
 
 def _cause(s: Signals) -> tuple[str, list[str]]:
     """The first rule that holds names the cause (docs/verdicts.md, "Which input-bound?")."""
+    if s.capped is not None:  # the container's own cap, whatever the shared device does
+        return INPUT_DISK, [_capped_line(s)]
     why = _device_limit(s)
     if why:
         return _disk_side(s, why)
@@ -401,7 +438,16 @@ def _fixes(verdict: str, s: Signals) -> list[str]:
     if verdict == INPUT_SMALL_FILES:
         fixes = [preload, workers, shards, persistent]
     elif verdict == INPUT_DISK:
+        c = s.capped
         fixes = [
+            (
+                f"raise or remove this container's cgroup read limit ({_cap(c)} on {c.device}): "
+                "docker run --device-read-iops / --device-read-bps, or the IO limit that "
+                "Kubernetes' runtime or systemd sets (IOReadIOPSMax=, IOReadBandwidthMax=; "
+                "cgroup v2 io.max)"
+            )
+            if c is not None
+            else None,
             preload,
             "move the data to faster local storage (local NVMe, /dev/shm) or store it compressed",
             shards if s.disk is not None and s.disk.rareq_sz < SMALL_REQUEST_KB else None,

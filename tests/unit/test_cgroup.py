@@ -329,3 +329,41 @@ def test_record_round_trips_through_json():
 
     rec = IntervalRecord(ts=0, elapsed_s=1.0, cgroup_io=[CgroupIO("sda", "8:0", read_iops=5)])
     assert IntervalRecord.from_dict(rec.to_dict()) == rec
+
+
+# --- the verdict --------------------------------------------------------------------
+
+
+def _throttled_interval(throttled: bool) -> IntervalRecord:
+    """benchmarks/results/shards.md under a 1000-IOPS blkio cap: the loop waits all the time,
+    the device answers in 0.12 ms and is 9% busy."""
+    from diskinfo.record import CgroupIO, DeviceFigures, LoaderFigures
+
+    dev = DeviceFigures("vda", paths=["/data"], r_s=1000, rmb_s=3.9, rareq_sz=4, r_await=0.12)
+    dev.util, dev.aqu_sz = 9.0, 0.12
+    fig = CgroupIO("vda", "254:0", version=1, read_ios_s=998, read_bytes_s=4e6, read_iops=1000)
+    if throttled:
+        fig.throttled, fig.throttled_by = True, ["read_iops"]
+    else:
+        fig.read_iops = None
+    ld = LoaderFigures(batches=10, wait_s=4.9, step_s=0.05, wait_share=0.99, processes=1)
+    ld.num_workers = 0
+    return IntervalRecord(ts=0, elapsed_s=5.0, devices=[dev], loader=ld, cgroup_io=[fig])
+
+
+def test_reads_at_the_cgroup_cap_say_so_and_the_first_fix_lifts_it():
+    from diskinfo import diagnose
+
+    v = diagnose.decide(_throttled_interval(True), {})
+    assert v.verdict == diagnose.INPUT_DISK
+    said = (
+        "this container's reads are capped by its cgroup at 1000 IOPS (blkio throttle on vda; "
+        "it reads 998 IOPS, 3.8 MB/s); the device itself is not busy (%util 9%)"
+    )
+    assert v.summary == said and said in v.evidence
+    assert v.fixes[0].startswith("raise or remove this container's cgroup read limit (1000 IOPS")
+    assert "--device-read-iops" in v.fixes[0]
+    # the same figures without a cap: the old reading (many small reads), no cgroup words
+    free = diagnose.decide(_throttled_interval(False), {})
+    assert free.verdict != diagnose.INPUT_DISK or "cgroup" not in free.summary
+    assert not any("cgroup" in x for x in free.evidence + free.fixes)
