@@ -138,3 +138,75 @@ def test_watch_in_the_group_finds_its_own_cgroup(capped, tmp_path):
     assert any(c["throttled"] for c in entries)
     text = (logs / "diskinfo.log").read_text()
     assert f"[Cgroup] {name}:" in text and "riops=400" in text and "THROTTLED(read_iops)" in text
+
+
+READER = """
+import os, random, sys
+import torch.utils.data
+import diskinfo.torch
+
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # cold, and no readahead: one 4 KiB
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # read from the device per sample
+blocks = random.Random(0).sample(range(os.fstat(fd).st_size // 4096), n)
+
+
+class Blocks(torch.utils.data.Dataset):
+    def __len__(self):
+        return n
+
+    def __getitem__(self, i):
+        return len(os.pread(fd, 4096, blocks[i] * 4096))
+
+
+for _ in diskinfo.torch.watch(torch.utils.data.DataLoader(Blocks(), batch_size=8)):
+    pass
+"""
+
+
+def test_a_loop_waiting_on_the_cap_gets_the_cgroup_verdict(capped, tmp_path):
+    """A DataLoader (wrapped with diskinfo.torch.watch) reading cold 4 KiB samples inside the
+    capped group, `diskinfo watch` in the same group: the verdict names the cgroup's cap."""
+    group, data, _name, _devno = capped
+    logs, state = tmp_path / "logs", tmp_path / "state"
+    state.mkdir()
+    env = dict(os.environ, DISKINFO_STATE_DIR=str(state))
+    watch = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "diskinfo.cli", "watch", str(data.parent)),
+            *("--interval", "1", "--log-dir", str(logs)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: group.add(os.getpid()),
+    )
+    try:
+        reader = subprocess.run(
+            [sys.executable, "-c", READER, str(data), str(READS)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            preexec_fn=lambda: group.add(os.getpid()),
+        )
+        assert reader.returncode == 0, reader.stderr
+        time.sleep(1.5)  # the last loader figures reach the monitor
+    finally:
+        watch.terminate()
+        _, werr = watch.communicate(timeout=30)
+    records = [json.loads(x) for x in (logs / "diskinfo.jsonl").read_text().splitlines()]
+    reading = [r for r in records if r["loader"] and r["loader"]["batches"] > 0]
+    verdicts = [r["verdict"] for r in reading if r["verdict"]]
+    print([v["verdict"] for v in verdicts], verdicts[0]["summary"], verdicts[0]["fixes"][0])
+    capped_ones = [
+        v
+        for v in verdicts
+        if v["verdict"] == "input-bound: disk"
+        and v["summary"].startswith(f"this container's reads are capped by its cgroup at {LIMIT}")
+        and "the device itself is not busy" in v["summary"]
+        and v["fixes"][0].startswith("raise or remove this container's cgroup read limit")
+    ]
+    assert len(capped_ones) >= 2 and len(capped_ones) >= len(verdicts) - 2, werr
