@@ -369,3 +369,15 @@ def test_reads_at_the_cgroup_cap_say_so_and_the_first_fix_lifts_it():
     free = diagnose.decide(_throttled_interval(False), {})
     assert free.verdict != diagnose.INPUT_DISK or "cgroup" not in free.summary
     assert not any("cgroup" in x for x in free.evidence + free.fixes)
+
+
+def test_counter_parsers_keep_only_the_watched_devices_when_asked():
+    v1 = fix("v1", "blkio.throttle.io_service_bytes")
+    full = cgroup.parse_v1_stat(v1, "bytes")
+    one = next(iter(full))
+    assert cgroup.parse_v1_stat(v1, "bytes", {one}) == {one: full[one]}
+    v2 = fix("v2", "io.stat")
+    full2 = cgroup.parse_io_stat(v2)
+    one2 = next(iter(full2))
+    assert cgroup.parse_io_stat(v2, {one2}) == {one2: full2[one2]}
+    assert cgroup.parse_io_stat(v2, set()) == {}

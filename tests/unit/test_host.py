@@ -141,3 +141,11 @@ def test_tree_size_counts_hard_links_once_and_overlapping_roots_once(tmp_path):
     os.link(tmp_path / "d" / "x", tmp_path / "d" / "y")
     (tmp_path / "z").write_bytes(b"z" * 10)
     assert tree_size([str(tmp_path), str(tmp_path / "d"), str(tmp_path / "z")]) == (110, True)
+
+
+def test_meminfo_with_keys_is_the_full_parse_restricted_to_them():
+    from diskinfo.collectors.host import MEMINFO_KEYS
+
+    text = (FIX / "meminfo").read_text()
+    full = parse_meminfo(text)
+    assert parse_meminfo(text, MEMINFO_KEYS) == {k: v for k, v in full.items() if k in MEMINFO_KEYS}

@@ -171,11 +171,14 @@ class CgroupCollector:
 
     def _counters(self) -> dict[str, dict[str, int]] | None:
         out: dict[str, dict[str, int]] = {}
+        watched = {m for m in map(self._majmin_of, self._devices()) if m is not None}
         for f, unit in self._counter_files:
             try:
                 text = f.read()
                 parsed = (
-                    cgroup.parse_io_stat(text) if unit == "v2" else cgroup.parse_v1_stat(text, unit)
+                    cgroup.parse_io_stat(text, watched)
+                    if unit == "v2"
+                    else cgroup.parse_v1_stat(text, unit, watched)
                 )
             except OSError as exc:
                 self._say(f"cgroup: cannot read {f.path}: {exc.strerror or exc}")

@@ -90,17 +90,26 @@ def _fields(t: CpuTimes) -> tuple[int, ...]:
     return (t.user, t.nice, t.system, t.idle, t.iowait, t.irq, t.softirq, t.steal)
 
 
-def parse_meminfo(text: str) -> dict[str, int]:
-    """Values in kB by key ("MemTotal", "Cached", ...); malformed lines are skipped."""
+MEMINFO_KEYS = frozenset({"MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Shmem"})
+
+
+def parse_meminfo(text: str, keys: frozenset[str] | None = None) -> dict[str, int]:
+    """Values in kB by key ("MemTotal", "Cached", ...); malformed lines are skipped. With
+    `keys`, parsing stops once all of them are found (Shmem is a third of the way down)."""
     out: dict[str, int] = {}
     for line in text.splitlines():
         key, _, rest = line.partition(":")
+        key = key.strip()
+        if keys is not None and key not in keys:
+            continue
         parts = rest.split()
         if parts:
             try:
-                out[key.strip()] = int(parts[0])
+                out[key] = int(parts[0])
             except ValueError:
                 continue
+            if keys is not None and len(out) == len(keys):
+                break
     return out
 
 
@@ -233,7 +242,9 @@ class HostCollector:
         except (OSError, ValueError) as exc:
             record.warnings.append(f"host: /proc/stat: {exc}")
         try:
-            cache, total, available = memory_figures(parse_meminfo(self._read("/proc/meminfo")))
+            cache, total, available = memory_figures(
+                parse_meminfo(self._read("/proc/meminfo"), MEMINFO_KEYS)
+            )
             fig.page_cache_mb, fig.mem_total_mb, fig.mem_available_mb = cache, total, available
         except OSError as exc:
             record.warnings.append(f"host: /proc/meminfo: {exc}")

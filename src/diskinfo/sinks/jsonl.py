@@ -36,12 +36,18 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _fields(value: Any) -> dict[str, Any]:
+    """json's hook for the dataclasses: their fields, walked by json's C encoder."""
+    if hasattr(value, "__dataclass_fields__"):
+        return value.__dict__
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
 def encode(record: IntervalRecord) -> str:
-    data = plain(record)
     try:
-        return json.dumps(data, separators=(",", ":"), allow_nan=False) + "\n"
+        return json.dumps(record, separators=(",", ":"), allow_nan=False, default=_fields) + "\n"
     except ValueError:
-        return json.dumps(_finite(data), separators=(",", ":")) + "\n"
+        return json.dumps(_finite(plain(record)), separators=(",", ":")) + "\n"
 
 
 class JsonlSink:

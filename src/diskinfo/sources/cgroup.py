@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from diskinfo.sources import ParseError
@@ -100,13 +101,13 @@ def parse_proc_cgroup(text: str) -> list[Membership]:
     return out
 
 
-def parse_io_stat(text: str) -> dict[str, dict[str, int]]:
+def parse_io_stat(text: str, devnos: Collection[str] | None = None) -> dict[str, dict[str, int]]:
     """v2 io.stat -> {majmin: {counter key: value}}; keys other than V2_KEYS (iocost, iolatency
-    debug figures, some not integers) are skipped."""
+    debug figures, some not integers) are skipped, and with `devnos` other devices' lines."""
     out: dict[str, dict[str, int]] = {}
     for line in text.split("\n"):
         parts = line.split()
-        if not parts:
+        if not parts or (devnos is not None and parts[0] not in devnos):
             continue
         devno = _devno(parts[0], "io.stat", line)
         values: dict[str, int] = {}
@@ -159,13 +160,16 @@ def parse_pressure(text: str) -> dict[str, float]:
     return out
 
 
-def parse_v1_stat(text: str, unit: str) -> dict[str, dict[str, int]]:
+def parse_v1_stat(
+    text: str, unit: str, devnos: Collection[str] | None = None
+) -> dict[str, dict[str, int]]:
     """v1 blkio.throttle.io_service_bytes / io_serviced -> {majmin: {read_<unit>: ..}}; `unit`
-    is "bytes" or "ios". Sync/Async/Total and the closing `Total N` line are not kept."""
+    is "bytes" or "ios". Sync/Async/Total and the closing `Total N` line are not kept. With
+    `devnos`, lines of other devices are skipped unparsed (the monitor's per-sample budget)."""
     out: dict[str, dict[str, int]] = {}
     for line in text.split("\n"):
         parts = line.split()
-        if not parts:
+        if not parts or (devnos is not None and parts[0] not in devnos and parts[0] != "Total"):
             continue
         if len(parts) == 2 and parts[0] == "Total":
             _count(parts[1], "blkio", line)
