@@ -130,15 +130,21 @@ class Running:
 
 
 def _wait_until(predicate: Callable[[], Any], timeout: float, message: str, step: float = 0.5):
-    """Poll predicate until it returns a truthy value, which is returned; fail after timeout."""
+    """Poll predicate until it returns a truthy value, which is returned; fail after timeout,
+    naming the last value or exception the predicate gave."""
     deadline = time.monotonic() + timeout
+    last: object = None
     while True:
-        with contextlib.suppress(Exception):
+        try:
             value = predicate()
             if value:
                 return value
+            last = value
+        except Exception as exc:
+            last = exc
         if time.monotonic() > deadline:
-            pytest.fail(message() if callable(message) else message)
+            text = message() if callable(message) else message
+            pytest.fail(f"{text} (after {timeout:g} s; last: {last!r:.300})")
         time.sleep(step)
 
 
@@ -179,6 +185,12 @@ class ContainerFactory:
         for obj in self.started:
             with contextlib.suppress(docker.errors.NotFound):
                 obj.remove(force=True)
+
+
+@pytest.fixture(scope="session")
+def new_port() -> Callable[[], int]:
+    """free_port, for tests that start servers of their own next to a container."""
+    return free_port
 
 
 @pytest.fixture(scope="session")

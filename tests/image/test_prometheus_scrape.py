@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -33,12 +32,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
     pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_json(url: str, timeout: float = 5) -> dict:
@@ -73,8 +66,8 @@ def loop_fs(tmp_path: Path):
 
 
 class Prometheus:
-    def __init__(self, tmp: Path, target: str) -> None:
-        self.port = free_port()
+    def __init__(self, tmp: Path, target: str, port: int) -> None:
+        self.port = port
         self.url = f"http://127.0.0.1:{self.port}"
         config = tmp / "prometheus.yml"
         config.write_text(
@@ -107,20 +100,6 @@ class Prometheus:
         self.log.close()
 
 
-def until(predicate, timeout: float, what: str, step: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except (OSError, ValueError, KeyError, StopIteration) as exc:
-            last = exc
-        time.sleep(step)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}: {last!r}")
-
-
 def interval_mean(records: list[dict], dev: str, key: str, first: int, last: int) -> float:
     """diskinfo's own figure over records first+1..last (elapsed-weighted, as a rate over
     the same span would be)."""
@@ -132,7 +111,9 @@ def interval_mean(records: list[dict], dev: str, key: str, first: int, last: int
     return num / den
 
 
-def test_prometheus_rate_agrees_with_diskinfos_interval_figures(container, loop_fs, tmp_path):
+def test_prometheus_rate_agrees_with_diskinfos_interval_figures(
+    container, loop_fs, tmp_path, new_port, wait_until
+):
     mnt, dev = loop_fs
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -150,16 +131,16 @@ def test_prometheus_rate_agrees_with_diskinfos_interval_figures(container, loop_
         },
     )
     metrics = f"127.0.0.1:{running.ports['METRICS_PORT']}"
-    until(
+    wait_until(
         lambda: http_json(f"http://{metrics}/status")["pressure"] != "unknown",
         90,
         lambda: f"the monitor's first record; container logs:\n{running.logs()[-3000:]}",
     )
-    prom = Prometheus(tmp_path, metrics)
+    prom = Prometheus(tmp_path, metrics, new_port())
     fio = None
     try:
-        until(lambda: http_text(f"{prom.url}/-/ready"), 60, "Prometheus ready")
-        until(lambda: prom.query('up{job="diskinfo"} == 1'), 30, "a first scrape")
+        wait_until(lambda: http_text(f"{prom.url}/-/ready"), 60, "Prometheus ready")
+        wait_until(lambda: prom.query('up{job="diskinfo"} == 1'), 30, "a first scrape")
         fio = subprocess.Popen(
             ["fio", "--name=load", f"--filename={mnt}/load", "--size=64M", "--rw=randread",
              "--bs=64k", "--direct=1", "--ioengine=libaio", "--iodepth=32", "--numjobs=2",

@@ -189,11 +189,6 @@ class TreeReader:
         return out
 
 
-def snapshot_tree(root: int) -> list[ProcSnapshot]:
-    """The root and all its descendants now; processes that vanish mid-read are left out."""
-    return TreeReader().read(root)
-
-
 class ProcsCollector:
     def __init__(self, pid_file: str | None, state_dir: Path | None = None) -> None:
         self.pid_file = pid_file
