@@ -1,6 +1,13 @@
 # Build, run and validate the image. Every knob is a variable: make build IMAGE=... BASE_IMAGE=...
 SHELL := /bin/bash
-DOCKER ?= docker
+# A docker client that builds with BuildKit: one with the buildx plugin, or a classic client
+# (< 23) with DOCKER_BUILDKIT=1; the first of `docker` and /usr/bin/docker that can, else docker.
+ifeq ($(origin DOCKER),undefined)
+DOCKER := $(shell for c in docker /usr/bin/docker; do command -v $$c >/dev/null || continue; \
+  if $$c buildx version >/dev/null 2>&1; then echo $$c; exit; fi; \
+  v=$$($$c version --format '{{.Client.Version}}' 2>/dev/null); \
+  if [ "$${v%%.*}" -lt 23 ] 2>/dev/null; then echo $$c; exit; fi; done; echo docker)
+endif
 IMAGE ?= pytorch-cuda-diskinfo:latest
 BASE_IMAGE ?= nvidia/cuda:11.8.0-base-ubuntu22.04
 STAND_IN_BASE ?= local/bookworm:base
@@ -22,14 +29,18 @@ CMD ?=
 RUN_ARGS ?=
 JUPYTER_PORT ?= 8888
 SSH_HOST_PORT ?= 2222
+METRICS_HOST_PORT ?= 9101
+# make stand-in: the torch it puts in the wheelhouse (a CPU build for the stand-in's Python 3.11)
+STAND_IN_TORCH ?= 2.13.0
+STAND_IN_WHEELHOUSE ?= wheelhouse
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST ?= $(PY) -m pytest
 PYTEST_ARGS ?=
 
-.PHONY: build run test lint clean dev test-unit test-system test-image test-cuda wheelhouse \
-	stand-in-base
+.PHONY: build run demo test lint clean dev test-unit test-system test-image test-cuda wheelhouse \
+	stand-in-base stand-in stand-in-check stand-in-wheel
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +53,8 @@ dev: $(VENV)/.installed
 lint: dev
 	$(VENV)/bin/ruff check src tests scripts benchmarks docker
 	$(VENV)/bin/ruff format --check src tests scripts benchmarks docker
-	$(VENV)/bin/shellcheck entrypoint.sh .ci/run $$(git ls-files '*.sh')
+	$(VENV)/bin/shellcheck entrypoint.sh .ci/run docker/build/apt-install docker/build/pip-install \
+	  $$(git ls-files '*.sh')
 	$(VENV)/bin/hadolint Dockerfile
 
 test-unit: dev
@@ -83,27 +95,61 @@ build: wheelhouse
 	  $(_BUILD_ARGS) -t $(IMAGE) .
 
 # The stand-in base (Debian 12 via debootstrap) for machines without a registry.
-stand-in-base:
+stand-in-base: stand-in-check
 	DOCKER=$(DOCKER) bash scripts/build-stand-in-base.sh $(STAND_IN_BASE)
 
-# JupyterLab on JUPYTER_PORT, SSH on SSH_HOST_PORT with your ~/.ssh key, logs in ./logs owned
-# by you (NB_UID/NB_GID = your ids, unless you are root).
+# One line, before anything runs, when root or debootstrap is missing.
+stand-in-check:
+	$(if $(and $(filter 0,$(shell id -u)),$(shell command -v debootstrap 2>/dev/null)),,$(error \
+	  make stand-in needs root and debootstrap (apt-get install debootstrap) for the Debian 12 \
+	  stand-in base; with a registry use make build))
+
+# A machine with neither a registry nor a GPU, in one step: the stand-in base, a CPU torch in
+# STAND_IN_WHEELHOUSE (git-ignored; pip download from your index, kept for the next build) and
+# the image, IMAGE, on it. Apt and pip inside the build trust this host's CA bundle.
+stand-in: stand-in-base stand-in-wheel
+	$(MAKE) build $(STAND_IN_SETTINGS)
+
+STAND_IN_SETTINGS = BASE_IMAGE=$(STAND_IN_BASE) WHEELHOUSE=$(STAND_IN_WHEELHOUSE) \
+  TORCH_VERSION=$(STAND_IN_TORCH) DOCKER=$(DOCKER) \
+  $(if $(CA_BUNDLE),,$(if $(wildcard /etc/ssl/certs/ca-certificates.crt),CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt))
+
+stand-in-wheel:
+	@if ! ls $(STAND_IN_WHEELHOUSE)/torch-$(STAND_IN_TORCH)*.whl >/dev/null 2>&1; then \
+	  echo "downloading torch $(STAND_IN_TORCH) (CPU, Python 3.11) into $(STAND_IN_WHEELHOUSE)/"; \
+	  $(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+	    --platform manylinux_2_28_x86_64 -d $(STAND_IN_WHEELHOUSE) torch==$(STAND_IN_TORCH) \
+	  || { echo "make stand-in: pip could not download torch==$(STAND_IN_TORCH) into $(STAND_IN_WHEELHOUSE)/" >&2; exit 1; }; fi
+
+# The demo: a small dataset, a short training with diskinfo.torch.watch, verdicts within a minute.
+demo:
+	$(DOCKER) run --rm --shm-size=1g $(IMAGE) demo
+
+# JupyterLab on JUPYTER_PORT, SSH on SSH_HOST_PORT with your ~/.ssh key, metrics on
+# METRICS_HOST_PORT, logs in ./logs owned by you (NB_UID/NB_GID = your ids, unless you are root).
+# -it only when stdin is a terminal, so it runs from scripts and CI too.
 run:
 	mkdir -p logs
-	$(DOCKER) run --rm -it --shm-size=16g \
+	$(DOCKER) run --rm $$([ -t 0 ] && echo -it) --shm-size=16g \
 	  $$(command -v nvidia-smi >/dev/null && echo --gpus all) \
-	  -p $(JUPYTER_PORT):8888 -p $(SSH_HOST_PORT):22 \
+	  -p $(JUPYTER_PORT):8888 -p $(SSH_HOST_PORT):22 -p $(METRICS_HOST_PORT):9101 \
 	  -e PUBLIC_KEY="$$(cat ~/.ssh/id_*.pub 2>/dev/null)" \
 	  $$([ "$$(id -u)" != 0 ] && printf -- '-e NB_UID=%s -e NB_GID=%s' "$$(id -u)" "$$(id -g)") \
 	  -v "$$PWD/logs:/workspace/logs" \
 	  $(RUN_ARGS) $(IMAGE) $(CMD)
 
 # Build TEST_IMAGE (on whatever BASE_IMAGE says, e.g. the stand-in) and test it in containers.
+# After `make stand-in` (only the stand-in base here, BASE_IMAGE not chosen), plain `make test`
+# builds the test image the same way and says so; a BASE_IMAGE you give always wins.
 test-image: dev
-	$(MAKE) build IMAGE=$(TEST_IMAGE)
+	@if [ "$(origin BASE_IMAGE)" = file ] && ! $(DOCKER) image inspect $(BASE_IMAGE) >/dev/null 2>&1 \
+	    && $(DOCKER) image inspect $(STAND_IN_BASE) >/dev/null 2>&1; then \
+	  echo "make test: $(BASE_IMAGE) is not on this machine, the stand-in base $(STAND_IN_BASE) is: testing an image built on the stand-in (BASE_IMAGE=... chooses)"; \
+	  $(MAKE) stand-in-wheel && $(MAKE) build IMAGE=$(TEST_IMAGE) $(STAND_IN_SETTINGS); \
+	else $(MAKE) build IMAGE=$(TEST_IMAGE); fi
 	IMAGE=$(TEST_IMAGE) DOCKER=$(DOCKER) $(PYTEST) tests/image $(PYTEST_ARGS)
 
-# The CUDA stack (scripts/validate_cuda.py) inside TEST_IMAGE on the host's GPUs. Without an
+# The CUDA stack (scripts/validate-cuda) inside TEST_IMAGE on the host's GPUs. Without an
 # NVIDIA GPU and Docker's NVIDIA runtime it prints why it skips and succeeds. Report: build/test-cuda/
 VALIDATE_CUDA_ARGS ?=
 test-cuda:

@@ -40,8 +40,12 @@ startup_die() {
   exit 1
 }
 
+# Steps run as root: each must be root's and writable by nobody else, or it is refused.
 for step in "$PYTORCH_CUDA_LIB"/init.d/*.sh; do
   [ -r "$step" ] || continue
+  if [ -L "$step" ] || [ "$(stat -c %u "$step")" != 0 ] || [ -n "$(find "$step" -maxdepth 0 -perm /022)" ]; then
+    startup_die "refusing to run start-up step $step: it is not root's alone (owner or mode changed)"
+  fi
   # shellcheck source=/dev/null
   . "$step"
 done
@@ -53,6 +57,14 @@ unset step
   if [ "${SSHD_ENABLE:-0}" = 1 ]; then echo sshd; fi
   if [ "${JUPYTER_ENABLE:-0}" = 1 ]; then echo jupyter; fi
 } >"$STARTUP_STATE_DIR/services"
+
+# supervisord's own log: fd 3 (logfile=/dev/fd/3 in supervisord.conf) is a pipe to log-tee.py
+# as NB_USER, so root never opens supervisord.log by name. supervisord keeps fds 3 and 4 open
+# for itself (it closes from 5) and closes them in the programs it starts.
+[ -z "${STARTUP_LOG_FD:-}" ] || exec {STARTUP_LOG_FD}>&-
+exec 3> >(exec setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups \
+  python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout --max-bytes 50M --backups 5 \
+  "$LOG_DIR/supervisord.log")
 
 # supervisord becomes PID 1; it exits with the training command's exit code (see the runner).
 exec python3 "$PYTORCH_CUDA_LIB/supervisord-run.py" -n -c /etc/pytorch-cuda/supervisord.conf

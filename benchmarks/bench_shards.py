@@ -1,16 +1,19 @@
 """Cold-cache read throughput: many small files vs. the same data packed into tar shards.
 
-    sudo .venv/bin/python benchmarks/bench_shards.py             # 20,000 files of 10-200 KB
-    sudo .venv/bin/python benchmarks/bench_shards.py --files 2000 --out /tmp/shards.md
+    sudo .venv/bin/python -m benchmarks.bench_shards             # 20,000 files of 10-200 KB
+    sudo .venv/bin/python -m benchmarks.bench_shards --files 2000 --out /tmp/shards.md
+
+(from the repository's root: the blkio group comes from tests.helpers.loopdev)
 
 Creates a small-file dataset (ImageFolder layout, random sizes), packs it with
 `diskinfo pack`, then for each run: starts a reader child (one epoch, its DataLoader wrapped
 with `diskinfo.torch.watch`) in its own blkio cgroup, starts `diskinfo watch` on the data
 (1 s intervals, --pid-file on the reader), makes the data cold (make_cold), and says go.
 Runs: (a) a map-style dataset of individual files, shuffled, num_workers 0, 2 and 4;
-(b) ShardDataset over the shards, num_workers 0, 2 and 4; (c) the `webdataset` library over
-the same shards, 2 workers. `--iops-limit N` repeats some runs with the reader's read IOPS
-capped by blkio throttling (emulated network/cloud storage).
+(b) ShardDataset over the shards (its training defaults), num_workers 0, 2 and 4; (c) the
+`webdataset` library over the same shards, 2 workers. `--iops-limit N` repeats some runs with
+the reader's read IOPS capped by blkio throttling (emulated network/cloud storage). The pack
+and the reader use their defaults, so the figures are what a new user gets.
 
 The loop only reads (each sample is reduced to its length in the worker), so every run is
 input-bound by construction: the verdict says which kind, and the monitor's IOPS, request
@@ -33,6 +36,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from diskinfo.tune.cache import make_cold
+from tests.helpers.loopdev import Blkio
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = {
@@ -125,26 +131,6 @@ def make_dataset(root: Path, files: int, min_kb: int, max_kb: int, classes: int 
     return total
 
 
-def make_cold(data: Path, pids: list[int]) -> None:
-    """Drop the page cache, dentries and inodes (drop_caches=3), then read back the files the
-    reader and the monitor have mapped (python, torch's libraries): the data is cold, the code
-    is not, so the reader's storage reads are the data's and not code pages faulting back."""
-    os.sync()
-    Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    mapped: set[str] = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-                parts = line.split(maxsplit=5)
-                if len(parts) == 6 and parts[5].startswith("/"):
-                    mapped.add(parts[5])
-    for name in sorted(mapped):
-        if Path(name).is_file() and not Path(name).is_relative_to(data):
-            with contextlib.suppress(OSError), open(name, "rb") as fh:
-                while fh.read(1 << 20):
-                    pass
-
-
 def diskinfo(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "diskinfo.cli", *args]
     return subprocess.run(command, capture_output=True, text=True, check=True, **kw)
@@ -168,13 +154,22 @@ def one_run(
     env = dict(os.environ, DISKINFO_STATE_DIR=str(run_dir / "state"))
     reader = subprocess.Popen(
         [
-            *(sys.executable, __file__, "--child", kind, str(workers), str(data)),
+            *(
+                sys.executable,
+                "-m",
+                "benchmarks.bench_shards",
+                "--child",
+                kind,
+                str(workers),
+                str(data),
+            ),
             *("--step-ms", str(args.step_ms), "--batch", str(args.batch)),
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env=env,
+        cwd=REPO,  # the child imports benchmarks.* and tests.helpers.*
     )
     assert reader.stdin is not None and reader.stdout is not None
     if reader.stdout.readline().strip() != "ready":
@@ -196,7 +191,7 @@ def one_run(
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not jsonl.exists() or jsonl.read_text().count("\n") < 2):
         time.sleep(0.2)  # two intervals recorded: the monitor's start-up walk of the data is done
-    make_cold(data, [reader.pid, watch.pid])
+    make_cold([reader.pid, watch.pid], data)
     time.sleep(2.0)  # quiet intervals before the epoch
     load = os.getloadavg()[0]  # other work on the machine competes for CPU and disk
     before = group.reads() if group is not None else None
@@ -223,7 +218,8 @@ def one_run(
 
 def busy_records(jsonl: Path) -> dict:
     """Monitor figures over the intervals in which the loop ran (batches were delivered)."""
-    from diskinfo.report import disk_of, load_run, summarise
+    from diskinfo.analyse.signals import busiest_device
+    from diskinfo.report import load_run, summarise
 
     records = load_run(jsonl)
     reading = [r for r in records if r.loader is not None and r.loader.batches > 0]
@@ -239,7 +235,7 @@ def busy_records(jsonl: Path) -> dict:
     if not reading:
         return {}
     s = summarise(reading)
-    aqu = [d.aqu_sz for r in reading if (d := disk_of(r)) is not None]
+    aqu = [d.aqu_sz for r in reading if (d := busiest_device(r)) is not None]
     return {
         "intervals": len(reading),
         "mb_s": s.disk_read_mb_s,
@@ -293,6 +289,21 @@ def table(results: list[dict]) -> list[str]:
             f"**{rate(bs) / rate(bf):.2f}x** samples/s; {shards[0]['name']} / {files[0]['name']}"
             f" = **{rate(shards[0]) / rate(files[0]):.2f}x**.",
         ]
+    pairs = [
+        (f, s)
+        for f in files
+        for s in shards
+        if s["name"].startswith("shards") and RUNS[base_name(f)][1] == RUNS[base_name(s)][1]
+    ]
+    if pairs:
+        lines += [
+            "",
+            "At equal workers (shards / files): "
+            + ", ".join(
+                f"{RUNS[base_name(f)][1]} workers **{rate(s) / rate(f):.2f}x**" for f, s in pairs
+            )
+            + ".",
+        ]
     lines += ["", "Top fix the monitor named per run:", ""]
     lines += [f"- {r['name']}: {r['busy'].get('top_fix') or 'none'}" for r in results]
     return lines
@@ -308,7 +319,10 @@ def write_results(
         f"{meta['kernel']}, dataset on `{meta['device']}, {meta['fs']} (queue: {meta['queue']}). "
         f"Dataset: {meta['files']:,} files of {meta['min_kb']}-{meta['max_kb']} KB "
         f"({meta['bytes'] / 1e9:.2f} GB) in {meta['classes']} class directories; packed into "
-        f"{meta['shards']} shards of ~{meta['shard_size']} in {meta['pack_s']:.0f} s. "
+        f"{meta['shards']} shards of {meta['per_shard'][0]}-{meta['per_shard'][1]} samples by "
+        f"`diskinfo pack`'s defaults (shuffled, seed 0; {meta['shard_rule']}) in "
+        f"{meta['pack_s']:.0f} s; read with `ShardDataset`'s defaults (shard order shuffled per "
+        "epoch, 1,000-sample shuffle buffer per worker). "
         "Before every run the page cache, dentries and inodes were dropped (drop_caches=3) and "
         "the files mapped by the reader and the monitor (python, torch's libraries) read back, "
         "so the data is cold and the code is not; "
@@ -361,6 +375,11 @@ def from_disk(r: dict) -> str:
     return "-" if fetched is None or not r["bytes"] else f"{fetched / r['bytes'] * 100:.0f}%"
 
 
+def base_name(r: dict) -> str:
+    """'files-w2-1000iops' -> 'files-w2'."""
+    return "-".join(r["name"].split("-")[:2])
+
+
 def rate(r: dict) -> float:
     return r["samples"] / r["seconds"]
 
@@ -372,7 +391,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--min-kb", type=int, default=10)
     parser.add_argument("--max-kb", type=int, default=200)
-    parser.add_argument("--shard-size", default="128MB")
+    parser.add_argument("--shard-size", default=None, help="default: diskinfo pack's default")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--step-ms", type=float, default=0.0)
     parser.add_argument("--runs", default=",".join(RUNS), help="comma-separated run names")
@@ -381,7 +400,9 @@ def main() -> None:
     parser.add_argument(
         "--iops-limit", type=int, default=0, help="also run capped at N read IOPS (blkio)"
     )
-    parser.add_argument("--throttled-runs", default="files-w0,files-w4,shards-w0,shards-w4")
+    parser.add_argument(
+        "--throttled-runs", default="files-w0,files-w2,files-w4,shards-w0,shards-w2,shards-w4"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the dataset afterwards")
     args = parser.parse_args()
     if args.child:
@@ -406,7 +427,8 @@ def main() -> None:
         nbytes = make_dataset(data / "files", args.files, args.min_kb, args.max_kb)
         print(f"dataset: {args.files} files, {nbytes / 1e9:.2f} GB in {time.monotonic() - t:.0f} s")
         t = time.monotonic()
-        diskinfo("pack", str(data / "files"), str(data / "shards"), "--shard-size", args.shard_size)
+        sizing = ["--shard-size", args.shard_size] if args.shard_size else []
+        diskinfo("pack", str(data / "files"), str(data / "shards"), *sizing)
         pack_s = time.monotonic() - t
         manifest = json.loads((data / "shards" / "manifest.json").read_text())
         print(f"packed into {len(manifest['shards'])} shards in {pack_s:.0f} s")
@@ -459,7 +481,8 @@ def main() -> None:
             "bytes": nbytes,
             "classes": 10,
             "shards": len(manifest["shards"]),
-            "shard_size": args.shard_size,
+            "shard_rule": manifest["shard_rule"],
+            "per_shard": manifest["samples_per_shard"],
             "pack_s": pack_s,
             "batch": args.batch,
             "step_ms": args.step_ms,
@@ -472,47 +495,6 @@ def main() -> None:
     finally:
         if not args.keep:
             shutil.rmtree(data, ignore_errors=True)
-
-
-class Blkio:
-    """A cgroup-v1 blkio group for the reader: the kernel counts the I/O it issues to the
-    dataset's device (separating it from the rest of a shared machine), and can cap its IOPS."""
-
-    ROOT = Path("/sys/fs/cgroup/blkio")
-
-    def __init__(self, name: str, devno: str, read_iops: int = 0) -> None:
-        self.path, self.devno = self.ROOT / name, devno
-        self.path.mkdir(exist_ok=True)
-        if read_iops:
-            (self.path / "blkio.throttle.read_iops_device").write_text(f"{devno} {read_iops}\n")
-
-    @classmethod
-    def make(cls, name: str, resolved: dict, read_iops: int = 0) -> Blkio | None:
-        devno = (resolved.get("device") or {}).get("devno")
-        if not devno or not (cls.ROOT / "cgroup.procs").exists():
-            if read_iops:
-                raise SystemExit("bench_shards: --iops-limit needs cgroup v1 blkio")
-            return None
-        return cls(name, devno, read_iops)
-
-    def add(self, pid: int) -> None:
-        (self.path / "cgroup.procs").write_text(f"{pid}\n")
-
-    def _read(self, name: str, unit: str) -> int:
-        from diskinfo.sources.cgroup import parse_v1_stat
-
-        stats = parse_v1_stat((self.path / name).read_text(), unit)
-        return stats.get(self.devno, {}).get(f"read_{unit}", 0)
-
-    def reads(self) -> tuple[int, int]:
-        """(read I/Os, bytes) issued by the group to the device so far (bios, before merging)."""
-        return self._read("blkio.throttle.io_serviced", "ios"), self._read(
-            "blkio.throttle.io_service_bytes", "bytes"
-        )
-
-    def remove(self) -> None:
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
 
 
 def describe_device(resolved: dict) -> str:

@@ -1,8 +1,9 @@
 """Train from `diskinfo pack` shards, with the data-wait of the loop reported to diskinfo.
 
-    diskinfo pack /workspace/data/train /workspace/data/train-shards --shard-size 1GB
+    diskinfo pack /workspace/data/train /workspace/data/train-shards --readers 64
     python examples/train_shards.py /workspace/data/train-shards --workers 8 --epochs 2
     torchrun --nproc-per-node 8 examples/train_shards.py /workspace/data/train-shards
+    diskinfo tune examples/train_shards.py:make_dataset     # DATA=/workspace/data/train-shards
 
 `--reader webdataset` reads the same shards with the `webdataset` library instead of
 diskinfo.shards; both split shards over DataLoader workers and torchrun ranks.
@@ -62,7 +63,15 @@ def dataset(path: str, reader: str, seed: int):
         )
     from diskinfo.shards import ShardDataset
 
-    return ShardDataset(path, transform=to_tensor, shuffle_shards=True, seed=seed)
+    # training defaults: shard order reshuffled per epoch, a 1,000-sample shuffle buffer;
+    # under torchrun every rank gets the same number of batches (no hang at the epoch's end)
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return ShardDataset(path, transform=to_tensor, seed=seed, even="drop" if distributed else None)
+
+
+def make_dataset(shards: str | None = None):
+    """For `diskinfo tune examples/train_shards.py:make_dataset`: the shards in $DATA."""
+    return dataset(shards or os.environ["DATA"], "diskinfo", 0)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@
 #   scripts/gpu-check.sh [OUTDIR]        OUTDIR defaults to docs/validation
 # The host's torch may be built for another CUDA than the image's 11.8, so the expected CUDA is
 # EXPECT_CUDA if set, else the host torch's own build (say so when committing the report).
-# Extra options for validate_cuda.py go in VALIDATE_CUDA_ARGS. Exit status: validate_cuda.py's.
+# Extra options for validate-cuda go in VALIDATE_CUDA_ARGS. Exit status: validate-cuda's.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$repo/docs/validation}
@@ -20,7 +20,7 @@ if [ -n "$expect" ]; then args+=(--expect-cuda "$expect"); fi
 # shellcheck disable=SC2206  # word splitting of the extra options is intended
 args+=(${VALIDATE_CUDA_ARGS:-})
 set +e
-"$py" "$repo/scripts/validate_cuda.py" "${args[@]}" 2>&1 | tee "$name.txt"
+"$py" "$repo/scripts/validate-cuda" "${args[@]}" 2>&1 | tee "$name.txt"
 rc=${PIPESTATUS[0]}
 set -e
 echo "gpu-check: exit status $rc; table in $name.txt"

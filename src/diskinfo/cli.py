@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from diskinfo import __version__
 from diskinfo.errors import UserError
+from diskinfo.units import MIB, RULE, size_arg
 
 
 def positive_float(text: str) -> float:
@@ -33,6 +34,15 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+def progress_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: only on a terminal)",
+    )
+
+
 def _handler(module: str, func: str = "run"):
     def call(args: argparse.Namespace) -> int:
         return getattr(importlib.import_module(module), func)(args)
@@ -48,13 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"diskinfo {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    # --- resolve (issue: device behind a path) ---
+    # --- resolve ---
     p = sub.add_parser("resolve", help="show path -> mount -> device -> physical disks")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_handler("diskinfo.commands.resolve"))
 
-    # --- watch (issue: iostat-grade metrics; verdicts; exporter) ---
+    # --- watch ---
     p = sub.add_parser("watch", help="sample the devices behind PATHs every interval")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--interval", type=positive_float, default=5.0, help="seconds (default 5)")
@@ -65,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "always", "never"),
         default="auto",
         help="also print the diskinfo.log lines on stdout (auto: when it is a terminal)",
+    )
+    p.add_argument(
+        "--console",
+        choices=("full", "verdicts"),
+        default="full",
+        help="what goes to stdout: every diskinfo.log line (full), or only the held verdict "
+        "on change, a periodic summary and once-only notes (verdicts: for docker logs)",
     )
     p.add_argument(
         "--pid-file",
@@ -80,24 +97,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-addr", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.set_defaults(func=_handler("diskinfo.commands.watch"))
 
-    # --- bench (issue: verdicts; device baseline) ---
+    # --- bench ---
     p = sub.add_parser("bench", help="measure the device's sequential bandwidth and random IOPS")
     p.add_argument("path", metavar="PATH", help="a directory (a test file is made) or a file")
     p.add_argument(
         "--size",
-        type=_handler("diskinfo.commands.bench", "parse_size"),
+        type=size_arg(minimum=MIB),
         default="512M",
-        help="test file size / bytes read from a file (default 512M)",
+        help=f"test file size / bytes read from a file (default 512M; {RULE})",
     )
     p.add_argument(
         "--seconds", type=positive_float, default=5.0, help="seconds per test (default 5)"
     )
-    p.add_argument("--baseline", default=None, help="store file (default: see docs/verdicts.md)")
+    p.add_argument("--baseline", default=None, help="store file (default: see docs/report.md)")
     p.add_argument("--no-save", action="store_true", help="measure only, store nothing")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_handler("diskinfo.commands.bench"))
 
-    # --- report (issues: verdicts report; before/after comparison) ---
+    # --- report ---
     p = sub.add_parser("report", help="summarise one run's JSONL, or compare two side by side")
     p.add_argument("runs", nargs="+", metavar="RUN.jsonl")
     p.add_argument("--png", default=None, help="timeline PNG path (default: next to the JSONL)")
@@ -105,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_handler("diskinfo.commands.report"))
 
-    # --- status (issue: Prometheus; node pressure) ---
+    # --- status ---
     p = sub.add_parser("status", help="print the node's storage pressure as JSON")
     p.add_argument(
         "--url",
@@ -121,20 +138,78 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_handler("diskinfo.commands.status"))
 
-    # --- pack (issue: shards) ---
+    # --- pack ---
     p = sub.add_parser("pack", help="pack a tree of small files into WebDataset tar shards")
     p.add_argument("src", metavar="SRC")
     p.add_argument("dest", metavar="DEST")
-    p.add_argument("--shard-size", default="1GB", help="e.g. 64MB, 1GB, 512MiB (default 1GB)")
-    p.add_argument("--shuffle-seed", type=int, default=None, help="shuffle samples with this seed")
-    p.add_argument("--force", action="store_true", help="overwrite a pack already in DEST")
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
+    count = p.add_mutually_exclusive_group()
+    count.add_argument(
+        "--readers",
+        type=int,
         default=None,
-        help="progress bar on stderr (default: only on a terminal)",
+        metavar="N",
+        help="ranks x DataLoader workers that will read: 4+ shards each, a multiple of it",
     )
+    count.add_argument(
+        "--shards",
+        type=int,
+        default=None,
+        metavar="N",
+        help="exactly N shards (default: 64, fewer under 1 GiB; see docs/shards.md)",
+    )
+    count.add_argument(
+        "--shard-size", default=None, help=f"the fewest shards of at most this size ({RULE})"
+    )
+    order = p.add_mutually_exclusive_group()
+    order.add_argument(
+        "--shuffle-seed", type=int, default=0, help="seed of the sample shuffle (default 0)"
+    )
+    order.add_argument(
+        "--no-shuffle", action="store_true", help="keep samples in key order (class by class)"
+    )
+    p.add_argument("--force", action="store_true", help="overwrite a pack already in DEST")
+    progress_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.pack"))
+
+    # --- tune (issue 14: choose DataLoader settings by measurement) ---
+    p = sub.add_parser("tune", help="measure DataLoader settings on your dataset, name the best")
+    p.add_argument("factory", metavar="MODULE:FACTORY", help="a function returning the Dataset")
+    p.add_argument(
+        "--budget",
+        type=positive_float,
+        default=120.0,
+        metavar="SECONDS",
+        help="seconds in all (default 120)",
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=None, metavar="N", help="default: FACTORY's, else 64"
+    )
+    p.add_argument("--collate", default=None, metavar="MODULE:FUNCTION", help="collate_fn")
+    p.add_argument("--pack", default=None, metavar="DEST", help="also try FACTORY(shards=DEST)")
+    p.add_argument(
+        "--cold", action="store_true", help="drop the page cache before each setting (root)"
+    )
+    p.add_argument(
+        "--step-ms", type=float, default=0.0, help="simulated training step per batch (default 0)"
+    )
+    p.add_argument(
+        "--max-workers", type=int, default=None, metavar="N", help="top rung (default: the cores)"
+    )
+    p.add_argument(
+        "--current",
+        default=None,
+        help="today's settings, e.g. num_workers=2,prefetch_factor=2 (default: FACTORY's "
+        "DataLoader, else PyTorch's defaults)",
+    )
+    p.add_argument("--exhaustive", action="store_true", help="measure every point of the grid")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="PREFIX",
+        help="writes PREFIX.json and PREFIX.png (default: $LOG_DIR/diskinfo-tune, else ./)",
+    )
+    progress_flag(p)
+    p.set_defaults(func=_handler("diskinfo.commands.tune"))
 
     return parser
 

@@ -9,12 +9,14 @@ Readers must ignore keys they do not know; writers may add keys, never rename th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
+import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+
+from diskinfo.fileio import write_atomic
 
 STATE_DIR_ENV = "DISKINFO_STATE_DIR"
 SCHEMA = "diskinfo.loader/1"
@@ -36,6 +38,7 @@ class LoaderCounters:
     pin_memory: bool | None = None
     persistent_workers: bool | None = None
     prefetch_factor: int | None = None
+    samples: int = 0  # samples in the batches (the batch's leading dimension)
 
 
 def state_dir() -> Path:
@@ -66,6 +69,7 @@ def decode(text: str) -> LoaderCounters:
         counters = LoaderCounters(**{k: v for k, v in data.items() if k in names})
         counters.pid = int(counters.pid)
         counters.batches = int(counters.batches)
+        counters.samples = int(counters.samples)
         counters.wait_s = float(counters.wait_s)
         counters.step_s = float(counters.step_s)
         counters.worker_errors = int(counters.worker_errors)
@@ -82,16 +86,7 @@ def state_path(directory: Path, pid: int) -> Path:
 def write_state(directory: Path, counters: LoaderCounters) -> None:
     """Atomic rewrite: a reader sees the old file or the new one, never half of one."""
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{FILE_PREFIX}", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(encode(counters))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, state_path(directory, counters.pid))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(state_path(directory, counters.pid), encode(counters))
 
 
 def read_states(
@@ -130,3 +125,34 @@ def read_states(
         for gone in set(cache) - seen:
             del cache[gone]
     return states
+
+
+class StateReader:
+    """`read_states` for the monitor, every interval: with the per-file cache, and without even
+    listing the directory while it has not changed. Publishers replace their file by rename,
+    which stamps the directory's mtime; the listing is skipped only when the last one was made
+    SETTLED_NS after that stamp, so a rename in the same clock tick as a listing is never
+    missed (file times have the kernel's coarse, tick-sized granularity)."""
+
+    SETTLED_NS = 50_000_000
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[tuple[int, int, int], LoaderCounters]] = {}
+        self._directory: Path | None = None
+        self._stamp: tuple[int, int] | None = None
+        self._states: dict[int, LoaderCounters] = {}
+
+    def __call__(self, directory: Path) -> dict[int, LoaderCounters]:
+        try:
+            st = os.stat(directory)
+            stamp: tuple[int, int] | None = (st.st_ino, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp is not None and stamp == self._stamp and directory == self._directory:
+            return dict(self._states)
+        listed_at = time.time_ns()
+        self._states = read_states(directory, self._cache)
+        self._directory = directory
+        settled = stamp is not None and listed_at - stamp[1] >= self.SETTLED_NS
+        self._stamp = stamp if settled else None
+        return dict(self._states)

@@ -56,11 +56,18 @@ class Monitor:
         self.sinks = list(sinks)
         self.analyser = analyser
         self.count = count
-        self._stop = threading.Event()
+        # a plain lock held until stop(): waiting on it with a timeout is one futex call per
+        # interval, where threading.Event's Condition costs about 40 us more of Python per wake
+        self._stopped = False
+        self._wake = threading.Lock()
+        self._wake.acquire()
         self._host = socket.gethostname()
 
     def stop(self, *_: object) -> None:
-        self._stop.set()
+        """End the loop (from a signal handler or another thread): the wait returns at once."""
+        if not self._stopped:
+            self._stopped = True
+            self._wake.release()
 
     def install_signal_handlers(self) -> None:
         """SIGTERM/SIGINT end the loop after the current interval is flushed: exit 0."""
@@ -74,9 +81,9 @@ class Monitor:
             last = time.monotonic()
             deadline = last + self.interval
             done = 0
-            while not self._stop.is_set():
-                if self._stop.wait(max(0.0, deadline - time.monotonic())):
-                    break
+            while not self._stopped:
+                if self._wake.acquire(True, max(0.0, deadline - time.monotonic())):
+                    break  # stop() released it
                 now = time.monotonic()
                 # skip whole missed intervals (suspend, long stall) instead of bursting
                 missed = int((now - deadline) // self.interval)

@@ -134,6 +134,14 @@ class HostFigures:
     mem_available_mb: float = 0.0
     dataset_mb: float | None = None  # size of the watched data paths, where measured
     shm_total_mb: float | None = None
+    # the monitor's own cgroup (the container's): what the verdict judges the CPU by. None:
+    # no cgroup CPU files readable (the host's figures above are then used)
+    cgroup_cpu_cores: float | None = None  # cores' worth of CPU time the cgroup used
+    cgroup_cpu_allowed: float | None = None  # cores it may use: quota, cpuset, host cores
+    cgroup_cpu_busy: float | None = None  # percent of cgroup_cpu_allowed in use
+    cgroup_cpu_quota: float | None = None  # cores by quota (v1 cfs_quota_us, v2 cpu.max)
+    cgroup_cpu_throttled: float | None = None  # share of quota periods throttled, 0..1
+    cgroup_path: str | None = None  # e.g. "/docker/ab12"; "/" is the whole host
 
 
 @dataclass
@@ -147,6 +155,9 @@ class ProcessIO:
     cpu_percent: float = 0.0
     role: str = ""  # "main", "worker", ...
     rchar_mb_s: float = 0.0  # all read() bytes, page-cache hits included (/proc/PID/io rchar)
+    # % of one core's time it was runnable but waited for a CPU (/proc/PID/schedstat): with
+    # cpu_percent, what it wanted; another container's load takes from the one, not the sum
+    cpu_wait_percent: float = 0.0
 
 
 @dataclass
@@ -164,21 +175,38 @@ class LoaderFigures:
     pin_memory: bool | None = None
     persistent_workers: bool | None = None
     prefetch_factor: int | None = None
+    samples: int = 0  # samples in those batches (leading dimension; 0: not countable)
+
+
+INPUT_DISK = "input-bound: disk"
+INPUT_CPU = "input-bound: cpu"
+INPUT_SMALL_FILES = "input-bound: small-file random reads"
+COMPUTE_BOUND = "compute-bound"
+IDLE = "idle"
+UNKNOWN = "unknown"
+VERDICTS = (INPUT_DISK, INPUT_CPU, INPUT_SMALL_FILES, COMPUTE_BOUND, IDLE, UNKNOWN)
 
 
 @dataclass
 class Verdict:
     """What the interval means, in plain words, with the evidence and the fixes to try."""
 
-    # "input-bound: disk" | "input-bound: cpu" | "input-bound: small-file random reads"
-    # | "compute-bound" | "idle" | "unknown"
-    verdict: str
+    verdict: str  # one of VERDICTS
     summary: str = ""
     evidence: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
     severity: str = ""  # input-bound severity, XProf split: "high" >= 20%, "moderate" >= 5%, "none"
     input_share: float | None = None  # data-wait share of step time, 0..1, where measured
     warnings: list[str] = field(default_factory=list)  # sustained conditions (disk await, ...)
+    # stability (docs/verdicts.md, "The held verdict"): `verdict` above is the held verdict,
+    # which changes only after another one has been decided for a window of intervals;
+    # `interval_verdict` is this interval's own decision, `cause` names the rule behind the
+    # held verdict ("cgroup-cap", "small-files", ...) and `interval_cause` this interval's
+    cause: str = ""
+    interval_verdict: str = ""
+    interval_cause: str = ""
+    held_s: float = 0.0  # how long the held verdict has been held
+    notes: list[str] = field(default_factory=list)  # once-only notes (no baseline, ...)
 
 
 @dataclass

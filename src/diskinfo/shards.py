@@ -6,18 +6,23 @@ cover every sample exactly once:
 - at least as many shards as consumers (the normal case): whole shards, dealt round-robin
   over `rank * num_workers + worker`, each read sequentially from start to end;
 - fewer shards than consumers: every consumer streams all shards and keeps every n-th
-  sample, which reads each shard several times; a warning says to pack smaller shards.
+  sample, which reads each shard several times; a warning (once) says to repack.
+
+For training (the default) the shard order is reshuffled every epoch and samples pass
+through a shuffle buffer, as webdataset's `.shuffle(n)`: batches mix shards, and epochs
+differ. `train=False` reads in the packed order. Under DistributedDataParallel, `even="drop"`
+or `even="pad"` gives every consumer, and so every rank, the same number of samples per
+epoch, so no rank waits at the epoch's end for a batch another rank never sends.
 
 Samples are dicts the way `webdataset` yields them: `__key__`, `__url__` and one bytes value
-per member extension ("jpg", "json", "cls"). Shard counts differ by a sample or so between
-consumers; under DistributedDataParallel, end each epoch on a fixed number of batches.
+per member extension ("jpg", "json", "cls").
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
-import tarfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -29,6 +34,8 @@ from diskinfo.pack import read_manifest
 
 Sample = dict[str, Any]
 _BUFFER = 1 << 20
+SHUFFLE_BUFFER = 1000  # samples, as in webdataset's examples: .shuffle(1000)
+_INITIAL = 100  # samples buffered before the first one is handed out
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -41,30 +48,82 @@ def split_name(name: str) -> tuple[str, str]:
 
 def read_shard(path: str | Path) -> Iterator[Sample]:
     """One sequential pass over a tar: consecutive members with one key form one sample."""
-    with (
-        open(path, "rb", buffering=_BUFFER) as handle,
-        tarfile.open(fileobj=handle, mode="r|") as tar,
-    ):
-        current: Sample | None = None
-        for info in tar:
-            if not info.isfile():
-                continue
-            key, ext = split_name(info.name)
-            if current is not None and current["__key__"] != key:
-                yield current
-                current = None
-            if current is None:
-                current = {"__key__": key, "__url__": str(path)}
-            fh = tar.extractfile(info)
-            current[ext] = fh.read() if fh is not None else b""
-        if current is not None:
+    current: Sample | None = None
+    for name, data in tar_members(path):
+        key, ext = split_name(name)
+        if current is not None and current["__key__"] != key:
             yield current
+            current = None
+        if current is None:
+            current = {"__key__": key, "__url__": str(path)}
+        current[ext] = data
+    if current is not None:
+        yield current
+
+
+_FILE_TYPES = (b"0", b"\0", b"7")  # regular, old-style regular, contiguous
+
+
+def tar_members(path: str | Path) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of each regular file in a ustar/pax/GNU tar, read straight from the
+    header fields, not through tarfile, whose per-member cost bounded the reader (see
+    benchmarks/results/shards.md). Long names (pax `path`, GNU `L`) are honoured; headers are
+    checksummed."""
+    with open(path, "rb", buffering=_BUFFER) as fh:
+        long_name: str | None = None
+        while len(header := fh.read(512)) == 512 and header.count(0) != 512:
+            stored = header[148:156].split(b"\0", 1)[0].strip()
+            if not stored or int(stored, 8) != sum(header) - sum(header[148:156]) + 256:
+                raise ValueError(f"{path}: not a tar file or a damaged header")
+            field = header[124:136]
+            if field[0] & 0x80:  # base-256 size (over 8 GiB)
+                size = int.from_bytes(field[1:], "big")
+            else:
+                size = int(field.split(b"\0", 1)[0].strip() or b"0", 8)
+            data = fh.read(size)
+            if len(data) != size:
+                raise ValueError(f"{path}: truncated in a member's data")
+            fh.seek(-size % 512, 1)
+            kind = header[156:157]
+            if kind == b"x":
+                long_name = _pax_path(data) or long_name
+            elif kind == b"L":
+                long_name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
+            elif kind in _FILE_TYPES:
+                name = long_name or _ustar_name(header)
+                long_name = None
+                yield name, data
+            elif kind != b"g":
+                long_name = None  # directories, links and devices: no sample bytes
+
+
+def _ustar_name(header: bytes) -> str:
+    name = header[:100].split(b"\0", 1)[0]
+    if header[257:262] == b"ustar" and (prefix := header[345:500].split(b"\0", 1)[0]):
+        name = prefix + b"/" + name
+    return name.decode("utf-8", "surrogateescape")
+
+
+def _pax_path(data: bytes) -> str | None:
+    """The `path` record of a pax extended header ("%d path=%s\n" records)."""
+    pos, found = 0, None
+    while pos < len(data):
+        length = int(data[pos : data.index(b" ", pos)])
+        key, _, value = data[data.index(b" ", pos) + 1 : pos + length - 1].partition(b"=")
+        if key == b"path":
+            found = value.decode("utf-8", "surrogateescape")
+        pos += length
+    return found
+
+
+def dist_initialized() -> bool:
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
 
 
 def consumer() -> tuple[int, int, int, int]:
     """(rank, world_size, worker, num_workers) of the calling process."""
     rank, world = 0, 1
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
+    if dist_initialized():
         rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
     elif "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -76,27 +135,39 @@ def consumer() -> tuple[int, int, int, int]:
 class ShardDataset(torch.utils.data.IterableDataset):
     """Samples of a packed dataset. `source`: a `diskinfo pack` DEST (or its manifest.json),
     or a list of tar paths. rank/world_size default to torch.distributed, then to the RANK
-    and WORLD_SIZE variables torchrun sets. `shuffle_shards` reshuffles the shard order each
-    epoch, the same on every rank for one seed: the epoch is the last `set_epoch` plus the
-    passes made since, so persistent workers (whose copies never see `set_epoch`) move on by
-    themselves; without persistent workers call `set_epoch` before each epoch."""
+    and WORLD_SIZE variables torchrun sets.
+
+    train: default for the two shuffles below (off for evaluation: the packed order).
+    shuffle_shards: reshuffle the shard order each epoch, the same on every rank for one
+      seed. The epoch is the last `set_epoch` plus the passes made since, so persistent
+      workers (whose copies never see `set_epoch`) move on by themselves; without persistent
+      workers call `set_epoch` before each epoch.
+    shuffle_buffer: samples held per consumer and handed out in random order (0: off).
+    even: "drop" (stop every consumer at the smallest share) or "pad" (repeat samples up to
+      the largest) so every rank yields the same number of batches; needs the manifest.
+    """
 
     def __init__(
         self,
         source: str | Path | Sequence[str | Path],
         *,
         transform: Callable[[Sample], Any] | None = None,
-        shuffle_shards: bool = False,
+        train: bool = True,
+        shuffle_shards: bool | None = None,
+        shuffle_buffer: int | None = None,
+        even: str | None = None,
         seed: int = 0,
         rank: int | None = None,
         world_size: int | None = None,
     ) -> None:
         super().__init__()
+        self.counts: list[int] | None = None
         if isinstance(source, (str, Path)):
             manifest = read_manifest(source)
             base = Path(source) if Path(source).is_dir() else Path(source).parent
             self.shards = [str(base / s["name"]) for s in manifest["shards"]]
             self.samples: int | None = manifest["samples"]
+            self.counts = [s["samples"] for s in manifest["shards"]]
         else:
             self.shards = [str(p) for p in source]
             self.samples = None
@@ -104,38 +175,122 @@ class ShardDataset(torch.utils.data.IterableDataset):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and not 0 <= rank < world_size:  # type: ignore[operator]
             raise ValueError(f"rank {rank} outside world_size {world_size}")
+        if even not in (None, "drop", "pad"):
+            raise ValueError(f'even must be "drop", "pad" or None, got {even!r}')
+        if even is not None and self.counts is None:
+            raise ValueError("even= needs the per-shard sample counts: give the pack's DEST")
+        if shuffle_buffer is not None and shuffle_buffer < 0:
+            raise ValueError(f"shuffle_buffer must be 0 or more, got {shuffle_buffer}")
         self.transform = transform
-        self.shuffle_shards = shuffle_shards
+        self.shuffle_shards = train if shuffle_shards is None else shuffle_shards
+        self.shuffle_buffer = (
+            (SHUFFLE_BUFFER if train else 0) if shuffle_buffer is None else shuffle_buffer
+        )
+        self.even = even
         self.seed = seed
         self.epoch = self.passes = 0
         self.rank, self.world_size = rank, world_size
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Workers started by spawn or forkserver (Python 3.14's default) see no process
+        group: the rank goes with the pickled copy, read where the DataLoader starts them."""
+        state = self.__dict__.copy()
+        if state["world_size"] is None and dist_initialized():
+            state["rank"] = torch.distributed.get_rank()
+            state["world_size"] = torch.distributed.get_world_size()
+        return state
+
     def set_epoch(self, epoch: int) -> None:
         self.epoch, self.passes = epoch, 0
 
-    def shard_order(self) -> list[str]:
-        order = list(self.shards)
+    def _order(self, epoch: int) -> list[int]:
+        order = list(range(len(self.shards)))
         if self.shuffle_shards:
-            random.Random(self.seed * 1_000_003 + self.epoch + self.passes).shuffle(order)
+            random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
         return order
+
+    def shard_order(self) -> list[str]:
+        return [self.shards[i] for i in self._order(self.epoch + self.passes)]
+
+    def shares(self, consumers: int, epoch: int | None = None) -> list[int]:
+        """Samples each consumer reads in one epoch, before `even` (needs the manifest)."""
+        if self.counts is None:
+            raise ValueError("per-consumer shares need the pack's manifest")
+        order = self._order(self.epoch + self.passes if epoch is None else epoch)
+        if len(order) >= consumers:
+            return [sum(self.counts[i] for i in order[c::consumers]) for c in range(consumers)]
+        total = sum(self.counts)
+        return [total // consumers + (c < total % consumers) for c in range(consumers)]
+
+    def _read(self, order: list[int], me: int, consumers: int) -> Iterator[Sample]:
+        if len(order) >= consumers:
+            return (s for i in order[me::consumers] for s in read_shard(self.shards[i]))
+        every = (s for i in order for s in read_shard(self.shards[i]))
+        return (s for n, s in enumerate(every) if n % consumers == me)
 
     def __iter__(self) -> Iterator[Any]:
         rank, world, worker, workers = consumer()
         if self.world_size is not None:
             rank, world = self.rank, self.world_size  # type: ignore[assignment]
         me, consumers = rank * workers + worker, world * workers
-        order = self.shard_order()
+        epoch = self.epoch + self.passes
         self.passes += 1
-        if len(order) >= consumers:
-            picked = (s for path in order[me::consumers] for s in read_shard(path))
-        else:
-            if me == 0:
-                warnings.warn(
-                    f"{len(order)} shards for {consumers} readers (ranks x workers): every "
-                    "reader streams all shards; pack with a smaller --shard-size",
-                    stacklevel=2,
+        order = self._order(epoch)
+        if me == 0 and epoch == 0:
+            self._warn_once(consumers)
+        stream = self._read(order, me, consumers)
+        if self.even is not None:
+            shares = self.shares(consumers, epoch)
+            target = min(shares) if self.even == "drop" else max(shares)
+            if shares[me]:
+                again = itertools.chain.from_iterable(
+                    self._read(order, me, consumers) for _ in itertools.count()
                 )
-            every = (s for path in order for s in read_shard(path))
-            picked = (s for i, s in enumerate(every) if i % consumers == me)
-        for sample in picked:
+            else:  # fewer samples than consumers: pad from the whole set
+                again = itertools.cycle(self._read(order, 0, 1))
+            stream = itertools.islice(itertools.chain(stream, again), target)
+        if self.shuffle_buffer:
+            seed = f"{self.seed}/{epoch}/{rank}/{worker}"
+            stream = buffer_shuffle(stream, self.shuffle_buffer, random.Random(seed))
+        for sample in stream:
             yield sample if self.transform is None else self.transform(sample)
+
+    def _warn_once(self, consumers: int) -> None:
+        """On the first epoch's first consumer only: fewer shards than readers, or `even`
+        leaving out much of the data."""
+        if len(self.shards) < consumers:
+            warnings.warn(
+                f"{len(self.shards)} shards for {consumers} readers (ranks x workers): every "
+                f"reader streams all shards; repack with `diskinfo pack --readers {consumers}`",
+                stacklevel=3,
+            )
+        elif self.even == "drop" and self.counts:
+            left_out = sum(self.counts) - min(self.shares(consumers, 0)) * consumers
+            if left_out > 0.05 * sum(self.counts):
+                warnings.warn(
+                    f'even="drop" leaves out {left_out} of {sum(self.counts)} samples per '
+                    f"epoch ({len(self.shards)} shards over {consumers} readers); repack with "
+                    f"`diskinfo pack --readers {consumers}`",
+                    stacklevel=3,
+                )
+
+
+def buffer_shuffle(samples: Iterator[Sample], size: int, rng: random.Random) -> Iterator[Sample]:
+    """webdataset's shuffle(size): hand out a random sample of a buffer that refills from
+    the stream; starts after _INITIAL samples (or `size` when smaller), drains at the end."""
+    buf: list[Sample] = []
+    start = min(_INITIAL, size)
+    for sample in samples:
+        buf.append(sample)
+        if len(buf) < size:
+            buf.extend(itertools.islice(samples, 1))  # fill twice as fast as it empties
+        if len(buf) >= start:
+            yield _pick(buf, rng)
+    while buf:
+        yield _pick(buf, rng)
+
+
+def _pick(buf: list[Sample], rng: random.Random) -> Sample:
+    k = rng.randrange(len(buf))
+    buf[k], buf[-1] = buf[-1], buf[k]
+    return buf.pop()

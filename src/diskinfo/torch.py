@@ -52,6 +52,28 @@ def is_worker_death(exc: BaseException, multi_worker: bool = False) -> bool:
     return isinstance(exc, (RuntimeError, OSError)) and any(m in text for m in WORKER_DEATH_MARKERS)
 
 
+def batch_len(batch: Any) -> int:
+    """Samples in a collated batch: the leading dimension of its first tensor or array, through
+    the tuples, lists and dicts default_collate builds; a list of strings or numbers counts its
+    items; 0 when there is no telling."""
+    try:
+        for _ in range(4):
+            shape = getattr(batch, "shape", None)
+            if shape is not None:
+                return int(shape[0]) if len(shape) else 0
+            if isinstance(batch, dict):
+                batch = next(iter(batch.values()), None)
+            elif isinstance(batch, (list, tuple)) and batch:
+                if isinstance(batch[0], (str, bytes, int, float)):
+                    return len(batch)
+                batch = batch[0]
+            else:
+                return 0
+    except (TypeError, ValueError, IndexError):  # an odd `shape`: never break the training loop
+        pass
+    return 0
+
+
 class _Meter:
     """Process-wide counters; the loop swaps one immutable tuple, the publisher only reads it."""
 
@@ -61,6 +83,9 @@ class _Meter:
         self.interval = interval
         # (batches, wait_s, step_s, worker_errors, phase, phase_start)
         self.state: tuple[int, float, float, int, int, float] = (0, 0.0, 0.0, 0, 0, 0.0)
+        # samples in those batches: its own counter, read beside the tuple (a publish between the
+        # two reads is one batch behind, and the next publish catches up)
+        self.samples = 0
         self.settings: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._broken = False
@@ -68,14 +93,18 @@ class _Meter:
         self._stop = threading.Event()
 
     # --- called by the training loop: keep these cheap ---
-    def begin_wait(self) -> None:
+    def _close(self, then: int = _WAIT) -> None:
+        """Count the open phase up to now and open `then`: _WAIT when the loop asks for the
+        next batch, 0 when it left the iterator. The one place a phase is closed."""
         now = time.perf_counter()
         b, w, s, e, phase, start = self.state
         if phase == _STEP:
             s += now - start
         elif phase == _WAIT:
             w += now - start
-        self.state = (b, w, s, e, _WAIT, now)
+        self.state = (b, w, s, e, then, now)
+
+    begin_wait = _close  # the hot path: the loop's call lands here with no extra call
 
     def got_batch(self) -> None:
         now = time.perf_counter()
@@ -86,13 +115,7 @@ class _Meter:
 
     def idle(self) -> None:
         """Close the phase in progress: the loop left the iterator (end of epoch, break)."""
-        now = time.perf_counter()
-        b, w, s, e, phase, start = self.state
-        if phase == _STEP:
-            s += now - start
-        elif phase == _WAIT:
-            w += now - start
-        self.state = (b, w, s, e, 0, now)
+        self._close(0)
 
     def worker_died(self) -> None:
         b, w, s, e, phase, start = self.state
@@ -106,6 +129,7 @@ class _Meter:
         return LoaderCounters(
             pid=self.pid,
             batches=b,
+            samples=self.samples,
             wait_s=w + open_s if phase == _WAIT else w,
             step_s=s + open_s if phase == _STEP else s,
             worker_errors=e,
@@ -178,10 +202,10 @@ class WatchedLoader(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         m = meter()
+        m.begin_wait()  # from here on the loop waits: the publisher's start-up counts as wait too
         m.settings = _settings_of(self.loader)
         multi_worker = bool(m.settings.get("num_workers"))
         m.start()
-        m.begin_wait()
         try:
             iterator = iter(self.loader)
             while True:
@@ -194,6 +218,7 @@ class WatchedLoader(Generic[T]):
                         m.worker_died()
                     raise
                 m.got_batch()
+                m.samples += batch_len(batch)
                 yield batch
                 m.begin_wait()
         finally:

@@ -5,7 +5,7 @@ its own free JUPYTER_PORT, SSH_PORT and METRICS_PORT. Reusable pieces, by name:
 
 - `docker_client`: the engine; skips when unreachable, fails when CI=true.
 - `image`: the image under test (env IMAGE, which the Makefile sets from TEST_IMAGE).
-- `free_port()`: a TCP port free on 127.0.0.1.
+- `net.free_port()`: a TCP port free on 127.0.0.1.
 - `container` (factory): `container(*command, env=..., volumes=..., shm_size=..., **run_kwargs)`
   starts a tracked container (removed after the test) and returns a `Running` with `.ports`,
   `.wait()`, `.logs()`, `.exec()`, `.read_file()`, `.supervisor_status()`, `.health()`.
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
+from tests.helpers import net
 
 docker = pytest.importorskip("docker")
 
@@ -59,13 +59,6 @@ def image(docker_client: Any) -> str:
     except docker.errors.ImageNotFound:
         _unavailable(f"image {IMAGE} not built: run `make test-image` (or set IMAGE)")
     return IMAGE
-
-
-def free_port() -> int:
-    """A port nobody listens on now (host network: containers share the host's ports)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -119,7 +112,7 @@ class Running:
         return int(out.strip()) if out.strip().isdigit() else 0
 
     def wait_for_program(self, program: str, state: str = "RUNNING", timeout: float = 60) -> None:
-        _wait_until(
+        net.wait_until(
             lambda: self.supervisor_status().get(program) == state,
             timeout,
             f"{program} never reached {state}: {self.supervisor_status()}",
@@ -127,25 +120,6 @@ class Running:
 
     def health(self) -> str:
         return self.reload().obj.attrs["State"].get("Health", {}).get("Status", "none")
-
-
-def _wait_until(predicate: Callable[[], Any], timeout: float, message: str, step: float = 0.5):
-    """Poll predicate until it returns a truthy value, which is returned; fail after timeout,
-    naming the last value or exception the predicate gave."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        try:
-            value = predicate()
-            if value:
-                return value
-            last = value
-        except Exception as exc:
-            last = exc
-        if time.monotonic() > deadline:
-            text = message() if callable(message) else message
-            pytest.fail(f"{text} (after {timeout:g} s; last: {last!r:.300})")
-        time.sleep(step)
 
 
 class ContainerFactory:
@@ -166,7 +140,11 @@ class ContainerFactory:
         shm_size: str | None = None,
         **kwargs: Any,
     ) -> Running:
-        ports = {"JUPYTER_PORT": free_port(), "SSH_PORT": free_port(), "METRICS_PORT": free_port()}
+        ports = {
+            "JUPYTER_PORT": net.free_port(),
+            "SSH_PORT": net.free_port(),
+            "METRICS_PORT": net.free_port(),
+        }
         full_env = {"JUPYTER_ENABLE": "0", **{k: str(v) for k, v in ports.items()}, **(env or {})}
         obj = self.client.containers.run(
             self.image,
@@ -190,13 +168,13 @@ class ContainerFactory:
 @pytest.fixture(scope="session")
 def new_port() -> Callable[[], int]:
     """free_port, for tests that start servers of their own next to a container."""
-    return free_port
+    return net.free_port
 
 
 @pytest.fixture(scope="session")
 def wait_until() -> Callable[..., Any]:
     """wait_until(predicate, timeout, message): poll until truthy, else fail with message."""
-    return _wait_until
+    return net.wait_until
 
 
 @pytest.fixture
@@ -230,7 +208,7 @@ def _wait_for_jupyter(running: Running, timeout: float = 90) -> str:
         r = requests.get(f"http://127.0.0.1:{port}/api/status", params={"token": token}, timeout=3)
         return token if r.status_code == 200 else None
 
-    return _wait_until(
+    return net.wait_until(
         ready, timeout, lambda: f"Jupyter never answered on {port}:\n{running.logs()[-3000:]}"
     )
 
@@ -287,7 +265,7 @@ def _ssh_connect(
 
     if not retry:
         return attempt()
-    wait_for_port(running.ports["SSH_PORT"], timeout)
+    net.wait_for_port(running.ports["SSH_PORT"], timeout)
     return attempt()
 
 
@@ -303,14 +281,6 @@ def ssh_client() -> Iterator[Callable[..., Any]]:
     yield connect
     for client in clients:
         client.close()
-
-
-def wait_for_port(port: int, timeout: float = 30) -> None:
-    def listening() -> bool:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-
-    _wait_until(listening, timeout, f"nothing listens on port {port}")
 
 
 @pytest.fixture(scope="session")

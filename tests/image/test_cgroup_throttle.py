@@ -9,16 +9,11 @@ the page cache, sets its pace; the device itself (a fresh ext4 loop) stays nearl
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "system"))
-from disk_devices import NEEDS_ROOT, ext4_loop  # the system tests' loop helper
+from tests.helpers.loopdev import NEEDS_ROOT, data_and_logs
 
 pytestmark = [pytest.mark.image, pytest.mark.skipif(NEEDS_ROOT, reason="loop devices need root")]
 
@@ -27,15 +22,7 @@ READS = 2400  # about 8 s at the cap
 
 
 def test_the_monitor_sees_its_containers_throttle(container, tmp_path, wait_until):
-    with ext4_loop(tmp_path, 64) as (mnt, dev):
-        subprocess.run(
-            ["dd", "if=/dev/urandom", f"of={mnt}/data.bin", "bs=1M", "count=12", "conv=fsync"],
-            check=True,
-            capture_output=True,
-        )
-        logs = tmp_path / "logs"
-        logs.mkdir()
-        os.chmod(logs, 0o777)  # the monitor runs as the unprivileged user
+    with data_and_logs(tmp_path, 12) as (mnt, dev, logs):
         running = container(
             env={"DISKINFO_PATHS": "/workspace/data", "DISKINFO_INTERVAL": "1"},
             volumes={

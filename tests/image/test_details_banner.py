@@ -28,10 +28,15 @@ def test_banner_says_versions_gpus_shm_services_token_and_logs(container, ssh_ke
     assert re.search(r"^CUDA .*cuDNN .*NCCL ", banner, re.M), banner
     assert "no GPU visible: did you pass --gpus all?" in banner
     assert "/dev/shm   1024 MB" in banner
-    assert f"jupyter (http://0.0.0.0:{ports['JUPYTER_PORT']})" in banner
+    assert f"jupyter (port {ports['JUPYTER_PORT']})" in banner
+    assert f"Jupyter    http://127.0.0.1:{ports['JUPYTER_PORT']}/lab?token=" in banner
+    assert "SSH        ssh -p PORT jovyan@HOST" in banner
     assert f"sshd (port {ports['SSH_PORT']})" in banner
     assert f"metrics on port {ports['METRICS_PORT']}" in banner
-    assert "Jupyter token: random, printed once in /workspace/logs/jupyter.log" in banner
+    assert (
+        "Jupyter token: random, in the URL above and printed once in /workspace/logs/jupyter.log"
+        in banner
+    )
     assert "Logs       /workspace/logs/" in banner
     startup_log = (logs_dir / "startup.log").read_text()
     assert banner.splitlines()[0] in startup_log

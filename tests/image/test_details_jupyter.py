@@ -51,7 +51,8 @@ def test_token_file_is_the_token_and_foreign_origins_are_refused(
     ("env", "message"),
     [
         ({"JUPYTER_TOKEN": ""}, "JUPYTER_TOKEN is empty"),
-        ({"JUPYTER_TOKEN_FILE": "/dev/null"}, "is empty; Jupyter never runs without a token"),
+        # not a regular file (a device): refused before it is read
+        ({"JUPYTER_TOKEN_FILE": "/dev/null"}, "JUPYTER_TOKEN_FILE=/dev/null cannot be used"),
         ({"JUPYTER_ARGS": "--IdentityProvider.token="}, "JUPYTER_ARGS may not set"),
         ({"JUPYTER_ARGS": "--ServerApp.allow_origin=*"}, "JUPYTER_ARGS may not set"),
     ],

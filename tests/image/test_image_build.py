@@ -65,11 +65,11 @@ def test_tools_and_our_package_are_installed(docker_client, image):
         "set -e; python3 -c 'import torch, diskinfo, supervisor, jupyterlab, psutil'; "
         "diskinfo --version; command -v sshd gcc; id jovyan"
     )
-    if (REPO / "scripts" / "validate_cuda.py").exists():
+    if (REPO / "scripts" / "validate-cuda").exists():
         script += "; validate-cuda --help >/dev/null && echo validate-cuda ok"
     out = inside(docker_client, image, script)
     assert "diskinfo" in out and "uid=1000(jovyan) gid=100" in out
-    if (REPO / "scripts" / "validate_cuda.py").exists():
+    if (REPO / "scripts" / "validate-cuda").exists():
         assert "validate-cuda ok" in out
 
 
@@ -80,9 +80,9 @@ def test_layers_are_ordered_by_how_often_they_change(attrs, docker_client, image
         return next(i for i, line in enumerate(history) if marker in line)
 
     order = [
-        first("apt-get"),
+        first("apt-install"),
         first("torch=="),
-        first("jupyterlab"),
+        first("requirements.txt"),  # JupyterLab, supervisor, diskinfo's dependencies
         first("COPY src"),
         first("COPY entrypoint.sh"),
     ]

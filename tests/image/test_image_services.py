@@ -65,7 +65,9 @@ def test_jupyter_answers_with_the_token_and_refuses_without(session, token):
 
 def test_random_token_is_printed_once_to_the_jupyter_log(session, token, mounts):
     assert mounts["logs"].joinpath("jupyter.log").read_text().count(token) == 1
-    assert token not in session.logs(), "the token leaked into docker logs"
+    # docker logs carries it once, in the banner's openable URL (issue 12), nowhere else
+    in_logs = [line for line in session.logs().splitlines() if token in line]
+    assert len(in_logs) == 1 and in_logs[0].startswith("Jupyter    http://127.0.0.1:"), in_logs
     train_env = f"/proc/{session.supervisor_pid('train')}/environ"
     code, env = session.exec(["cat", train_env], user=str(HOST_UID))  # root lacks CAP_SYS_PTRACE
     assert code == 0 and token not in env, "the token is in the training command's environment"
@@ -159,13 +161,14 @@ def test_every_program_logs_under_the_mounted_logs_dir(
         "sshd.log": "Accepted publickey",
         "train.log": "training",
         "startup.log": "services run as",
-        "diskinfo-monitor.log": "diskinfo",
         "diskinfo.log": "",  # written by diskinfo watch itself
     }
     for name, marker in expected.items():
         path = logs / name
         assert path.is_file(), f"{name} missing; have {sorted(p.name for p in logs.iterdir())}"
         assert marker in path.read_text(), f"{name} lacks {marker!r}"
+    # the monitor's console (start line, verdicts, errors) is docker logs, not a file
+    assert "diskinfo: watching " in session.logs()
 
 
 def test_files_on_bind_mounts_belong_to_nb_uid(session, token, mounts, wait_until):

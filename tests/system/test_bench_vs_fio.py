@@ -17,7 +17,8 @@ import sys
 
 import pytest
 
-from diskinfo import baseline
+from diskinfo import bench
+from diskinfo.analyse import baseline
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
@@ -96,8 +97,8 @@ def compare(test_file: str) -> tuple[float, float, str]:
                 fio_seq = fio(test_file, "read", "1M")["bw_bytes"] / 2**20
                 fio_iops = fio(test_file, "randread", "4k")["iops"]
             else:
-                our_seq = baseline.sequential_read(test_file, SECONDS).mb_s
-                our_iops = baseline.random_read(test_file, SECONDS, seed=i).iops
+                our_seq = bench.sequential_read(test_file, SECONDS).mb_s
+                our_iops = bench.random_read(test_file, SECONDS, seed=i).iops
         seq_ratios.append(our_seq / fio_seq)
         iops_ratios.append(our_iops / fio_iops)
         rows.append(f"{our_seq:.0f}/{fio_seq:.0f} MB/s {our_iops:.0f}/{fio_iops:.0f} IOPS")
@@ -148,7 +149,7 @@ def test_bench_stores_the_baseline_the_verdicts_read(tmp_path, test_file):
     [
         (["/does/not/exist"], "no such file"),
         (["/dev/shm"], "memory-backed"),
-        (["/tmp", "--size", "1k"], "at least 1M"),
+        (["/tmp", "--size", "1k"], "at least 1 MiB"),
         (["/tmp", "--seconds", "0"], "greater than 0"),
     ],
 )

@@ -17,14 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
-from disk_devices import NEEDS_ROOT, ext4_loop
 
 from diskinfo.collectors.cgroup import CgroupCollector
+from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import IntervalRecord
 from diskinfo.sources.cgroup import Location
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from bench_shards import Blkio  # the benchmark's blkio group, shared
+from tests.helpers.loopdev import NEEDS_ROOT, Blkio, ext4_loop
 
 pytestmark = [
     pytest.mark.system,
@@ -74,7 +72,7 @@ def dd_bytes(stderr: str) -> int:
 def test_collector_counts_dd_bytes_and_sees_the_throttle(capped):
     group, data, name, devno = capped
     loc = Location(1, str(group.path), "/" + group.path.name)
-    collector = CgroupCollector(lambda: [name], lambda: [loc])
+    collector = CgroupCollector(WatchedPaths.of_devices([name]), lambda: [loc])
     collector.start()
     last = time.monotonic()
     dd = reader(group, data)

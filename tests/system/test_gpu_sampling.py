@@ -81,8 +81,8 @@ def test_a_slow_loader_feeding_a_gpu_is_input_bound(cuda, tmp_path, monkeypatch)
     torch = cuda
     monkeypatch.setenv("DISKINFO_STATE_DIR", str(tmp_path))
     import diskinfo.torch as dt
+    from diskinfo.analyse.diagnoser import Diagnoser
     from diskinfo.collectors.loader import LoaderCollector
-    from diskinfo.diagnose import Diagnoser
     from diskinfo.monitor import Monitor
 
     monkeypatch.setattr(dt, "_meter", None)

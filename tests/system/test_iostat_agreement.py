@@ -4,7 +4,11 @@ Both watch one loop device (its file on tmpfs, so no other I/O reaches it and th
 steady). diskinfo starts first; iostat starts the moment diskinfo has taken its baseline,
 so both sample the same instants to within a few milliseconds and every interval covers
 the same seconds. iostat's elapsed time has 10 ms resolution (/proc/uptime), hence
-intervals of 3 s. Every figure must agree within 1% relative or 0.5 absolute.
+intervals of 3 s. Every figure must agree within 1% relative or 0.5 absolute, in each interval
+and over the whole run; %util per interval within 1.0 point: it integrates the device's busy
+time up to the instant of each read, and two samplers' instants a few milliseconds apart on a
+loaded machine move it by that much (16 ms of busy time in 3 s is 0.53 point), while over the
+whole run only the two ends count.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
-from disk_devices import NEEDS_ROOT, loop_device
+
+from tests.helpers.loopdev import NEEDS_ROOT, loop_device
 
 pytestmark = [
     pytest.mark.system,
@@ -95,9 +100,12 @@ def records(log_dir: Path, name: str) -> list[dict]:
     return out
 
 
-def agree(ours: float | None, theirs: float) -> bool:
+SKEW_ABS = {"util": 1.0}  # per interval: see the module's docstring
+
+
+def agree(ours: float | None, theirs: float, absolute: float = 0.5) -> bool:
     ours = 0.0 if ours is None else ours
-    return abs(ours - theirs) <= max(0.5, 0.01 * max(abs(ours), abs(theirs)))
+    return abs(ours - theirs) <= max(absolute, 0.01 * max(abs(ours), abs(theirs)))
 
 
 @pytest.mark.parametrize(
@@ -141,8 +149,13 @@ def test_every_figure_agrees_with_iostat(loopdev, tmp_path, workload, busy, mini
     for i, (m, t) in enumerate(zip(mine, theirs, strict=True)):
         for key, attr in FIGURES.items():
             report.append(f"{i} {key}: iostat={t[key]:.2f} diskinfo={(m[attr] or 0):.3f}")
-            if not agree(m[attr], t[key]):
+            if not agree(m[attr], t[key], SKEW_ABS.get(key, 0.5)):
                 bad.append(report[-1])
+    for key, attr in FIGURES.items():  # the whole run: sampling skew only at its two ends
+        run_ours = sum(m[attr] or 0 for m in mine) / len(mine)
+        run_theirs = sum(t[key] for t in theirs) / len(theirs)
+        if not agree(run_ours, run_theirs):
+            bad.append(f"run mean {key}: iostat={run_theirs:.2f} diskinfo={run_ours:.3f}")
     worst = max(
         (abs((m[a] or 0) - t[k]) / t[k], k)
         for m, t in zip(mine, theirs, strict=True)

@@ -7,15 +7,15 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from disk_devices import ext4_loop
+
+from tests.helpers.loopdev import ext4_loop
+from tests.helpers.net import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PROLOG = ROOT / "monitoring/slurm/prolog.sh"
@@ -28,12 +28,6 @@ pytestmark = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def loop_fs(tmp_path: Path):
     """An ext4 filesystem on a loop device: only this test's I/O lands on it."""
@@ -44,20 +38,6 @@ def loop_fs(tmp_path: Path):
 def status(port: int) -> dict:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=3) as r:
         return json.loads(r.read())
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except OSError as exc:
-            last = exc
-        time.sleep(0.3)
-    pytest.fail(f"timed out waiting for {what}: {last}")
 
 
 def prolog(port: int, **env: str) -> subprocess.CompletedProcess[str]:
@@ -85,7 +65,7 @@ def test_prolog_steers_jobs_by_the_running_monitors_pressure(loop_fs, tmp_path):
         text=True,
     )  # fmt: skip
     try:
-        wait_for(lambda: status(port)["pressure"] != "unknown", 20, "a first record")
+        wait_until(lambda: status(port)["pressure"] != "unknown", 20, "a first record")
         idle = status(port)
         assert idle["pressure"] in ("ok", "busy"), idle  # loop device idle; vda is shared
         assert dev in {d["device"] for d in idle["devices"]}
@@ -100,7 +80,7 @@ def test_prolog_steers_jobs_by_the_running_monitors_pressure(loop_fs, tmp_path):
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            hot = wait_for(
+            hot = wait_until(
                 lambda: (s := status(port))["pressure"] == "saturated" and s, 14, "saturation"
             )
             loop = next(d for d in hot["devices"] if d["device"] == dev)
@@ -118,7 +98,7 @@ def test_prolog_steers_jobs_by_the_running_monitors_pressure(loop_fs, tmp_path):
         finally:
             fio.terminate()
             fio.wait(timeout=30)
-        wait_for(lambda: status(port)["pressure"] != "saturated", 15, "the load to pass")
+        wait_until(lambda: status(port)["pressure"] != "saturated", 15, "the load to pass")
         assert prolog(port).returncode == 0
     finally:
         monitor.send_signal(signal.SIGTERM)

@@ -13,13 +13,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from disk_devices import ext4_loop
+
+from tests.helpers.loopdev import ext4_loop
+from tests.helpers.net import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PROLOG = ROOT / "monitoring/slurm/prolog.sh"
@@ -39,27 +40,6 @@ pytestmark = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def until(predicate, timeout: float, what: str, step: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
-            last = exc
-        time.sleep(step)
-    what = what() if callable(what) else what
-    pytest.fail(f"timed out after {timeout} s waiting for {what}: {last!r}")
-
-
 @pytest.fixture
 def loop_fs(tmp_path: Path) -> Iterator[Path]:
     with ext4_loop(tmp_path) as fs:
@@ -76,7 +56,7 @@ def monitor(loop_fs: Path, tmp_path: Path) -> Iterator[tuple[Path, int]]:
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        until(lambda: pressure(port) != "unknown", 20, "the monitor's first record")
+        wait_until(lambda: pressure(port) != "unknown", 20, "the monitor's first record")
         yield loop_fs, port
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -145,10 +125,10 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=5 State=UP
         self._start(["munged", "-F", f"--socket={self.sock}", f"--key-file={key}",
                      f"--pid-file={tmp}/munged.pid", f"--log-file={tmp}/munged.log",
                      f"--seed-file={tmp}/munged.seed", "--force"])  # fmt: skip
-        until(self.sock.exists, 10, "munged's socket")
+        wait_until(self.sock.exists, 10, "munged's socket")
         self._start(["slurmctld", "-D", "-i", "-f", str(self.conf)])
         self._start(["slurmd", "-D", "-N", NODE, "-f", str(self.conf)])
-        until(lambda: self.node_state() == "IDLE", 30, f"{NODE} idle")
+        wait_until(lambda: self.node_state() == "IDLE", 30, f"{NODE} idle")
 
     def _start(self, argv: list[str]) -> None:
         log = open(self.dir / f"{argv[0]}.out", "w")  # noqa: SIM115 (lives as long as the daemon)
@@ -195,7 +175,7 @@ def test_slurm_keeps_jobs_off_a_saturated_node(monitor, tmp_path: Path):
     try:
         # calm node: the job runs
         calm = slurm.submit()
-        until(lambda: job_state(slurm, calm) == "COMPLETED", 30, "the calm job to complete")
+        wait_until(lambda: job_state(slurm, calm) == "COMPLETED", 30, "the calm job to complete")
         assert "DRAIN" not in slurm.node_state()
 
         fio = subprocess.Popen(
@@ -205,12 +185,14 @@ def test_slurm_keeps_jobs_off_a_saturated_node(monitor, tmp_path: Path):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        until(lambda: pressure(port) == "saturated", 20, "saturation under fio")
+        wait_until(lambda: pressure(port) == "saturated", 20, "saturation under fio")
         refused = slurm.submit()
-        until(lambda: "DRAIN" in slurm.node_state(), 30, "Slurm to drain the node")
+        wait_until(lambda: "DRAIN" in slurm.node_state(), 30, "Slurm to drain the node")
         node = slurm.node()
         assert "Reason=Prolog error" in node, node
-        job = until(lambda: (j := slurm.job(refused)) and "requeued" in j and j, 30, "the requeue")
+        job = wait_until(
+            lambda: (j := slurm.job(refused)) and "requeued" in j and j, 30, "the requeue"
+        )
         assert "JobState=PENDING" in job and "Restarts=1" in job, job
         err = (slurm.dir / "prolog.err").read_text()
         assert f"job {refused} refused" in err and "saturated" in err, err
@@ -218,12 +200,12 @@ def test_slurm_keeps_jobs_off_a_saturated_node(monitor, tmp_path: Path):
         fio.terminate()
         fio.wait(timeout=30)
         fio = None
-        until(lambda: pressure(port) != "saturated", 20, "the load to pass")
+        wait_until(lambda: pressure(port) != "saturated", 20, "the load to pass")
         slurm.run("scontrol", "update", f"NodeName={NODE}", "State=RESUME")
         slurm.run("scontrol", "release", refused)
         # Slurm holds a requeued job back for 2 minutes (BeginTime); don't wait for that here
         slurm.run("scontrol", "update", f"JobId={refused}", "StartTime=now")
-        until(
+        wait_until(
             lambda: job_state(slurm, refused) == "COMPLETED",
             60,
             lambda: f"the requeued job to run: {slurm.job(refused)}\n{slurm.node()}",

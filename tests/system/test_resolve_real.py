@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from disk_devices import NEEDS_ROOT, loop_device, mounted
+
+from tests.helpers.loopdev import NEEDS_ROOT, loop_device, mounted
 
 pytestmark = [pytest.mark.system, pytest.mark.skipif(NEEDS_ROOT, reason="needs root, losetup")]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "validate_cuda.py"
-sys.path.insert(0, str(SCRIPT.parent))
-import validate_cuda as vc  # noqa: E402
+from scripts.validate_cuda import checks, common, judge, machine, measure, report
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "validate-cuda"
 
 torch = pytest.importorskip("torch")
 NO_GPU = shutil.which("nvidia-smi") is None and not torch.cuda.is_available()
@@ -38,30 +38,31 @@ def rows(stdout: str) -> dict[str, str]:
 
 
 def test_cpu_only_passes_end_to_end_as_installed(tmp_path: Path) -> None:
-    # installed in the image as /usr/local/bin/validate-cuda: no .py, spawn must still work
+    # installed in the image as a /usr/local/bin/validate-cuda link to the launcher beside the
+    # package: no .py, the package found through the link, and spawn must still work
     installed = tmp_path / "validate-cuda"
-    shutil.copy(SCRIPT, installed)
-    report = tmp_path / "logs" / "report.json"
-    proc = run("--cpu-only", "--report", str(report), script=installed)
+    installed.symlink_to(SCRIPT)
+    report_path = tmp_path / "logs" / "report.json"
+    proc = run("--cpu-only", "--report", str(report_path), script=installed)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert rows(proc.stdout) == {name: "PASS" for name in vc.CPU_CHECKS}
+    assert rows(proc.stdout) == {name: "PASS" for name in common.CPU_CHECKS}
     assert "Traceback" not in proc.stderr
-    data = json.loads(report.read_text())
+    data = json.loads(report_path.read_text())
     assert data["passed"] is True and data["mode"] == "cpu-only"
-    assert [c["name"] for c in data["checks"]] == list(vc.CPU_CHECKS)
+    assert [c["name"] for c in data["checks"]] == list(common.CPU_CHECKS)
     gloo = next(c for c in data["checks"] if c["name"] == "gloo_allreduce")
     assert gloo["data"]["per_rank"] == {"0": [3.0, 3.0], "1": [3.0, 3.0]}
     assert data["environment"]["torch"] == torch.__version__
 
 
 def test_failed_allreduce_fails_the_run(tmp_path: Path) -> None:
-    report = tmp_path / "report.json"
-    proc = run("--cpu-only", "--inject-fault", "allreduce", "--report", str(report))
+    report_path = tmp_path / "report.json"
+    proc = run("--cpu-only", "--inject-fault", "allreduce", "--report", str(report_path))
     assert proc.returncode == 1
     assert rows(proc.stdout)["gloo_allreduce"] == "FAIL"
     assert rows(proc.stdout)["conv2d_cpu"] == "PASS"
     assert "gave the wrong sum" in proc.stdout and "expected 3" in proc.stdout
-    assert json.loads(report.read_text())["passed"] is False
+    assert json.loads(report_path.read_text())["passed"] is False
 
 
 def test_conv_mismatch_fails_and_unwritable_report_is_one_line(tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ def test_conv_mismatch_fails_and_unwritable_report_is_one_line(tmp_path: Path) -
 def test_no_gpu_is_one_line_and_non_zero() -> None:
     proc = run()
     lines = (proc.stdout + proc.stderr).strip().splitlines()
-    assert proc.returncode == vc.EXIT_NO_GPU
+    assert proc.returncode == common.EXIT_NO_GPU
     assert len(lines) == 1 and "no NVIDIA GPU" in lines[0] and "--cpu-only" in lines[0]
 
 
@@ -89,36 +90,38 @@ def test_no_gpu_is_one_line_and_non_zero() -> None:
 def test_bad_option_is_one_line(args: list[str]) -> None:
     proc = run(*args)
     lines = (proc.stdout + proc.stderr).strip().splitlines()
-    assert proc.returncode == vc.EXIT_USAGE
+    assert proc.returncode == common.EXIT_USAGE
     assert len(lines) == 1 and lines[0].startswith("validate-cuda: error:")
 
 
 def test_a_rank_that_cannot_start_fails_the_allreduce() -> None:
     # NCCL ranks on a CPU build of torch: the worker raises, its error becomes the detail
-    per_rank, error = vc.run_allreduce("nccl", 1, timeout_s=60)
-    result = vc.judge_allreduce("nccl_allreduce", "nccl", 1, per_rank, error, None)
-    assert result.status == vc.FAIL and per_rank == {}
+    per_rank, error = measure.run_allreduce("nccl", 1, timeout_s=60)
+    result = judge.judge_allreduce("nccl_allreduce", "nccl", 1, per_rank, error, None)
+    assert result.status == common.FAIL and per_rank == {}
     assert "failed:" in result.detail and "\n" not in result.detail
 
 
 def test_gpu_mode_with_a_driver_but_no_cuda_skips_with_reasons() -> None:
     # a host whose driver is fine but whose torch has no CUDA: every GPU check says why it skipped
-    torch_check = vc.import_torch()[1]
+    torch_check = machine.import_torch()[1]
     args = argparse.Namespace(inject_fault=None, timeout=60, matmul_size=256, memory_fraction=0.9)
     out = io.StringIO()
-    results = vc.gpu_checks(
+    results = checks.gpu_checks(
         torch,
         torch_check,
-        vc.DriverInfo("535.104.05", "NVML"),
+        common.DriverInfo("535.104.05", "NVML"),
         args,
         ("11.8", "default"),
-        vc.Table(vc.GPU_CHECKS, out),
+        report.Table(common.GPU_CHECKS, out),
     )
     status = {r.name: r.status for r in results}
-    assert status["driver"] == vc.PASS
-    assert status["cuda_available"] == status["cuda_version"] == vc.FAIL
-    assert {status[n] for n in vc.GPU_CHECKS if n.startswith(("matmul", "h2d"))} == {vc.SKIP}
-    assert [r.name for r in results] == list(vc.GPU_CHECKS)
+    assert status["driver"] == common.PASS
+    assert status["cuda_available"] == status["cuda_version"] == common.FAIL
+    assert {status[n] for n in common.GPU_CHECKS if n.startswith(("matmul", "h2d"))} == {
+        common.SKIP
+    }
+    assert [r.name for r in results] == list(common.GPU_CHECKS)
 
 
 REPO = SCRIPT.parents[1]

@@ -1,5 +1,5 @@
 """`diskinfo watch` with a log directory that is read-only or fills up: sampling goes on
-(the human lines keep coming on stdout), one warning, SIGTERM still exits 0."""
+(the human lines keep coming on stdout), one warning per file and kind, SIGTERM still exits 0."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from disk_devices import NEEDS_ROOT, mounted
+
+from tests.helpers.loopdev import NEEDS_ROOT, mounted
 
 pytestmark = [pytest.mark.system, pytest.mark.skipif(NEEDS_ROOT, reason="mounting needs root")]
 
@@ -35,8 +36,9 @@ def test_read_only_log_dir(tmp_path):
     assert rc == 0 and "Traceback" not in err
     assert out.count("[DiskIO] ") >= 5  # sampling went on
     warnings = [line for line in err.splitlines() if "warning" in line]
-    assert len(warnings) == 2, err  # one per log file (text and JSONL), each said once
+    assert len(warnings) == 3, err  # one per log file (text and JSONL) and the lock, once each
     assert all("Read-only file system" in w for w in warnings)
+    assert sum("cannot lock" in w for w in warnings) == 1
 
 
 def test_full_log_dir_keeps_sampling_and_keeps_what_was_written(tmp_path):

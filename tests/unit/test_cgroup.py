@@ -12,10 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diskinfo.collectors.cgroup import CgroupCollector
+from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import IntervalRecord
 from diskinfo.sources import ParseError, cgroup, mountinfo
 from diskinfo.sources.cgroup import Location
 from diskinfo.sources.sysfs import SysFs
+from tests.helpers.fixtures import text
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "cgroup"
 DOCKER_ID = "10f347fd8ba51614ebc4e2a583b30c8d2a907b2cc58fd6bf868976a23b2cd679"
@@ -72,6 +74,34 @@ def test_v2_io_max_and_pressure():
     assert psi["full_total"] == 79012345
 
 
+def test_a_pressure_line_of_an_unknown_kind_is_skipped_not_the_sample():
+    """A kernel may add PSI kinds: one new line must not drop io.pressure (issue 15 item 10)."""
+    psi = cgroup.parse_pressure(text("kernel-variants", "io.pressure"))
+    assert psi["some_avg10"] == 12.5 and psi["full_avg10"] == 10.0
+    assert not any(key.startswith("stall") for key in psi)
+
+
+@pytest.mark.parametrize(
+    "psi", [fix("v2", "io.pressure"), text("kernel-variants", "io.pressure"), "some avg10=1.5"]
+)
+def test_the_monitors_avg10_lookup_agrees_with_the_full_parser(psi):
+    full = cgroup.parse_pressure(psi)
+    assert cgroup.pressure_avg10(psi) == {
+        k: full[k] for k in ("some_avg10", "full_avg10") if k in full
+    }
+
+
+def test_the_watched_devices_lookup_agrees_with_the_full_v1_parse():
+    stat = (
+        "8:1 Read 5\n8:1 Write 6\n18:1 Read 7\n18:1 Write 8\n8:1 Sync 11\n8:1 Discard 2\nTotal 9\n"
+    )
+    full = cgroup.parse_v1_stat(stat, "ios")
+    for devnos in (["8:1"], ["18:1"], ["8:1", "18:1"], ["9:9"]):
+        assert cgroup.parse_v1_stat(stat, "ios", devnos) == {
+            d: full[d] for d in devnos if d in full
+        }
+
+
 def test_proc_self_cgroup_v1_and_v2_lines():
     got = cgroup.parse_proc_cgroup(fix("v1", "proc_self_cgroup"))
     blkio = next(m for m in got if "blkio" in m.controllers)
@@ -118,7 +148,10 @@ def test_locate_on_a_host():
         (cgroup.parse_io_stat, "8:0 rbytes=-1"),
         (cgroup.parse_io_max, "8:0 rbps=1 foo=2"),
         (cgroup.parse_pressure, "some avg10=nan"),
-        (cgroup.parse_pressure, "half avg10=1"),
+        (cgroup.parse_pressure, "full avg10=x"),
+        (cgroup.pressure_avg10, "some avg10=nan"),
+        (cgroup.pressure_avg10, "full avg10=x total=1"),
+        (lambda t: cgroup.parse_v1_stat(t, "bytes", ["8:0"]), "8:0 Read -4"),
         (lambda t: cgroup.parse_v1_stat(t, "bytes"), "8:0 Read"),
         (lambda t: cgroup.parse_v1_stat(t, "bytes"), "8:0 Frob 3"),
         (cgroup.parse_v1_limit, "8:0 1 2"),
@@ -135,9 +168,11 @@ PARSERS = [
     cgroup.parse_io_stat,
     cgroup.parse_io_max,
     cgroup.parse_pressure,
+    cgroup.pressure_avg10,
     cgroup.parse_v1_limit,
     cgroup.parse_proc_cgroup,
     lambda t: cgroup.parse_v1_stat(t, "ios"),
+    lambda t: cgroup.parse_v1_stat(t, "ios", ["8:0", "259:1"]),
 ]
 
 
@@ -203,7 +238,7 @@ def grow(group: Path, reads: int, nbytes: int) -> None:
 
 def collector(group: Path, sysfs: SysFs, version: int = 1) -> CgroupCollector:
     loc = Location(version, str(group), "/docker/ab")
-    return CgroupCollector(lambda: ["loop3", "gone0"], lambda: [loc], sysfs=sysfs)
+    return CgroupCollector(WatchedPaths.of_devices(["loop3", "gone0"]), lambda: [loc], sysfs=sysfs)
 
 
 def test_rates_limits_and_throttled(tree):
@@ -354,10 +389,11 @@ def _throttled_interval(throttled: bool) -> IntervalRecord:
 
 
 def test_reads_at_the_cgroup_cap_say_so_and_the_first_fix_lifts_it():
-    from diskinfo import diagnose
+    from diskinfo.analyse.verdict import decide
+    from diskinfo.record import INPUT_DISK
 
-    v = diagnose.decide(_throttled_interval(True), {})
-    assert v.verdict == diagnose.INPUT_DISK
+    v = decide(_throttled_interval(True), {})
+    assert v.verdict == INPUT_DISK
     said = (
         "this container's reads are capped by its cgroup at 1000 IOPS (blkio throttle on vda; "
         "it reads 998 IOPS, 3.8 MB/s); the device itself is not busy (%util 9%)"
@@ -366,8 +402,8 @@ def test_reads_at_the_cgroup_cap_say_so_and_the_first_fix_lifts_it():
     assert v.fixes[0].startswith("raise or remove this container's cgroup read limit (1000 IOPS")
     assert "--device-read-iops" in v.fixes[0]
     # the same figures without a cap: the old reading (many small reads), no cgroup words
-    free = diagnose.decide(_throttled_interval(False), {})
-    assert free.verdict != diagnose.INPUT_DISK or "cgroup" not in free.summary
+    free = decide(_throttled_interval(False), {})
+    assert free.verdict != INPUT_DISK or "cgroup" not in free.summary
     assert not any("cgroup" in x for x in free.evidence + free.fixes)
 
 

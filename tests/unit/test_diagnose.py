@@ -6,87 +6,59 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diskinfo import diagnose as dg
-from diskinfo.baseline import DeviceBaseline
+from diskinfo.analyse import signals as sg
+from diskinfo.analyse.baseline import DeviceBaseline
+from diskinfo.analyse.diagnoser import Diagnoser
+from diskinfo.analyse.fixes import SHM_FIX
+from diskinfo.analyse.verdict import decide, io_share_of_loading
 from diskinfo.record import (
+    COMPUTE_BOUND,
+    IDLE,
+    INPUT_CPU,
+    INPUT_DISK,
+    INPUT_SMALL_FILES,
+    UNKNOWN,
     DeviceFigures,
     GpuFigures,
-    HostFigures,
-    IntervalRecord,
     LoaderFigures,
     ProcessIO,
 )
+from tests.helpers.records import disk, host, loader
+from tests.helpers.records import training_record as rec
 
 BASE = {"nvme0n1": DeviceBaseline("nvme0n1", seq_read_mb_s=1000.0, rand_read_iops=20000.0)}
 
 
-def loader(share, workers=0, errors=0, elapsed=5.0, pin=False):
-    busy = elapsed * 0.99
-    return LoaderFigures(
-        batches=100,
-        wait_s=busy * share,
-        step_s=busy * (1 - share),
-        wait_share=share,
-        processes=1,
-        num_workers=workers,
-        pin_memory=pin,
-        persistent_workers=False,
-        worker_errors=errors,
-    )
-
-
-def disk(**kw):
-    return DeviceFigures(device="nvme0n1", paths=["/workspace/data"], **kw)
-
-
-def host(busy=20.0, iowait=0.0, dataset=None, available=20000.0, shm=16384.0):
-    return HostFigures(
-        cpu_busy=busy,
-        cpu_iowait=iowait,
-        cpu_count=16,
-        page_cache_mb=1000.0,
-        mem_total_mb=32000.0,
-        mem_available_mb=available,
-        dataset_mb=dataset,
-        shm_total_mb=shm,
-    )
-
-
-def rec(**kw):
-    kw.setdefault("devices", [disk()])
-    kw.setdefault("cpu", host())
-    return IntervalRecord(ts=0.0, elapsed_s=5.0, **kw)
-
-
 def test_small_file_random_reads():
-    v = dg.decide(
+    v = decide(
         rec(
             loader=loader(0.6), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, r_await=0.9, util=88)]
         ),
         BASE,
     )
-    assert v.verdict == dg.INPUT_SMALL_FILES and v.severity == "high"
+    assert v.verdict == INPUT_SMALL_FILES and v.severity == "high"
     assert v.input_share == pytest.approx(0.6)
     assert "data-wait 60% of step time" in v.evidence[0]
-    assert any("num_workers=0" in f for f in v.fixes)
+    assert any(f.startswith("num_workers 0 -> 2: ") for f in v.fixes)
     assert any("diskinfo pack" in f for f in v.fixes)
 
 
 def test_disk_at_its_measured_bandwidth():
-    v = dg.decide(
+    v = decide(
         rec(
             loader=loader(0.5, workers=8),
             devices=[disk(r_s=900, rmb_s=900, rareq_sz=1024, aqu_sz=8, util=99)],
         ),
         BASE,
     )
-    assert v.verdict == dg.INPUT_DISK
+    assert v.verdict == INPUT_DISK
     assert "90% of the measured bandwidth" in v.summary
     assert any("faster local storage" in f for f in v.fixes)
 
 
 def test_cpu_saturated_with_a_quiet_disk():
-    v = dg.decide(
+    # every core busy: more workers would share the same cores; no GPU: no GPU fixes
+    v = decide(
         rec(
             loader=loader(0.4, workers=2),
             cpu=host(busy=97),
@@ -94,14 +66,27 @@ def test_cpu_saturated_with_a_quiet_disk():
         ),
         BASE,
     )
-    assert v.verdict == dg.INPUT_CPU
-    assert v.fixes[0].startswith("raise DataLoader num_workers=2 to num_workers=8")
-    assert any("pin_memory=True" in f for f in v.fixes)
+    assert v.verdict == INPUT_CPU and v.cause == "cpu-saturated"
+    assert v.fixes[0].startswith("make per-sample work cheaper: cache preprocessed samples")
+    assert not any("num_workers 2 ->" in f or "pin_memory" in f or "GPU" in f for f in v.fixes)
+    assert "diskinfo tune MODULE:FACTORY" in v.fixes[-1]
+
+
+def test_too_few_workers_name_the_change_with_this_machines_cores():
+    workers = [ProcessIO(pid=p, name="python", role="worker", cpu_percent=99) for p in (2, 3)]
+    v = decide(rec(loader=loader(0.5, workers=2), cpu=host(busy=14), procs=workers), BASE)
+    assert v.verdict == INPUT_CPU and v.cause == "few-workers"
+    assert v.fixes[0] == "num_workers 2 -> 4: 2.0 of 16 cores are busy loading"
+    gpu = GpuFigures(index=0, util_mean=40, util_max=90, idle_fraction=0.5, samples=50)
+    with_gpu = decide(
+        rec(loader=loader(0.5, workers=2), cpu=host(busy=14), procs=workers, gpus=[gpu]), BASE
+    )
+    assert any(f.startswith("pin_memory=True") for f in with_gpu.fixes)
 
 
 def test_nvme_util_at_100_far_below_bandwidth_is_not_blamed_on_the_disk():
     # %util saturates with one request always in flight; the device could do far more
-    v = dg.decide(
+    v = decide(
         rec(
             loader=loader(0.5, workers=4),
             cpu=host(busy=96),
@@ -109,28 +94,28 @@ def test_nvme_util_at_100_far_below_bandwidth_is_not_blamed_on_the_disk():
         ),
         BASE,
     )
-    assert v.verdict == dg.INPUT_CPU
+    assert v.verdict == INPUT_CPU
 
 
 def test_compute_bound():
     gpu = GpuFigures(index=0, util_mean=97, util_min=90, util_max=100, samples=50)
-    v = dg.decide(rec(loader=loader(0.02, workers=8), gpus=[gpu]), BASE)
-    assert v.verdict == dg.COMPUTE_BOUND and v.severity == "none"
+    v = decide(rec(loader=loader(0.02, workers=8), gpus=[gpu]), BASE)
+    assert v.verdict == COMPUTE_BOUND and v.severity == "none"
     assert "autocast" in v.fixes[0]
 
 
 @pytest.mark.parametrize(
     ("idle", "pulsing", "expected"),
-    [(0.0, 0.0, dg.COMPUTE_BOUND), (0.4, 0.8, dg.INPUT_CPU)],
+    [(0.0, 0.0, COMPUTE_BOUND), (0.4, 0.8, INPUT_CPU)],
 )
 def test_moderate_share_depends_on_the_gpu(idle, pulsing, expected):
     gpu = GpuFigures(index=0, util_mean=60, idle_fraction=idle, pulsing=pulsing, samples=50)
-    v = dg.decide(rec(loader=loader(0.10, workers=4), gpus=[gpu]), BASE)
+    v = decide(rec(loader=loader(0.10, workers=4), gpus=[gpu]), BASE)
     assert v.verdict == expected and v.severity == "moderate"
 
 
 def test_xprof_split():
-    assert [dg.severity_of(x) for x in (0.0, 0.049, 0.05, 0.199, 0.2, 1.0)] == [
+    assert [sg.severity_of(x) for x in (0.0, 0.049, 0.05, 0.199, 0.2, 1.0)] == [
         "none",
         "none",
         "moderate",
@@ -143,30 +128,31 @@ def test_xprof_split():
 def test_idle_when_the_loop_runs_no_step():
     idle_loader = LoaderFigures(processes=0)
     gpu = GpuFigures(index=0, util_mean=0, idle_fraction=1.0, samples=50)
-    assert dg.decide(rec(loader=idle_loader, gpus=[gpu]), BASE).verdict == dg.IDLE
-    assert dg.decide(rec(loader=idle_loader), BASE).verdict == dg.IDLE
+    assert decide(rec(loader=idle_loader, gpus=[gpu]), BASE).verdict == IDLE
+    assert decide(rec(loader=idle_loader), BASE).verdict == IDLE
 
 
 def test_no_loop_figures_gpu_pulsing_and_disk_busy_is_input_bound_inferred():
     gpu = GpuFigures(index=0, util_mean=45, idle_fraction=0.5, pulsing=0.9, bursts=5, samples=50)
-    v = dg.decide(rec(gpus=[gpu], devices=[disk(r_s=3000, rmb_s=950, rareq_sz=320, util=99)]), BASE)
-    assert v.verdict == dg.INPUT_DISK and v.input_share is None
+    v = decide(rec(gpus=[gpu], devices=[disk(r_s=3000, rmb_s=950, rareq_sz=320, util=99)]), BASE)
+    assert v.verdict == INPUT_DISK and v.input_share is None
     assert "inferred from the GPU" in v.summary
 
 
 def test_no_loop_and_no_gpu():
-    busy = dg.decide(rec(devices=[disk(r_s=3000, rmb_s=950, util=99)]), BASE)
-    quiet = dg.decide(rec(cpu=host(busy=3)), BASE)
-    assert busy.verdict == dg.UNKNOWN and "diskinfo.torch.watch" in busy.summary
-    assert quiet.verdict == dg.IDLE
+    busy = decide(rec(devices=[disk(r_s=3000, rmb_s=950, util=99)]), BASE)
+    quiet = decide(rec(cpu=host(busy=3)), BASE)
+    # no training command: never the "wrap its DataLoader" hint
+    assert busy.verdict == UNKNOWN and "diskinfo.torch.watch" not in busy.summary
+    assert quiet.verdict == IDLE and quiet.cause == "no-training"
 
 
 def test_worker_deaths_with_small_shm_name_the_fix_first():
-    v = dg.decide(rec(loader=loader(0.9, workers=4, errors=2), cpu=host(shm=64)), BASE)
-    assert v.fixes[0] == dg.SHM_FIX and "--shm-size=16g" in v.summary
+    v = decide(rec(loader=loader(0.9, workers=4, errors=2), cpu=host(shm=64)), BASE)
+    assert v.fixes[0] == SHM_FIX and "--shm-size=16g" in v.summary
     assert "--ipc=host" in v.fixes[0] and "64 MB" in v.evidence[0]
-    big = dg.decide(rec(loader=loader(0.9, workers=4, errors=2), cpu=host(shm=16384)), BASE)
-    assert dg.SHM_FIX not in big.fixes
+    big = decide(rec(loader=loader(0.9, workers=4, errors=2), cpu=host(shm=16384)), BASE)
+    assert SHM_FIX not in big.fixes
 
 
 def test_preload_first_when_the_dataset_fits_in_ram():
@@ -175,25 +161,44 @@ def test_preload_first_when_the_dataset_fits_in_ram():
         cpu=host(dataset=2000, available=20000),
         devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)],
     )
-    v = dg.decide(fits, BASE)
-    assert v.fixes[0].startswith("the dataset (2.0 GB) fits in RAM")
+    v = decide(fits, BASE)
+    assert v.fixes[0].startswith(
+        "the dataset, 1.95 GiB, fits in the 19.5 GiB of available memory (page cache now 1000 MiB)"
+    )
     big = rec(
         loader=loader(0.6),
         cpu=host(dataset=200000, available=20000),
         devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)],
     )
-    assert "fits in RAM" not in dg.decide(big, BASE).fixes[0]
+    assert "fits in" not in decide(big, BASE).fixes[0]
 
 
 def test_without_baseline_small_files_use_the_absolute_floor():
-    v = dg.decide(
-        rec(loader=loader(0.6), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)]), {}
-    )
-    assert v.verdict == dg.INPUT_SMALL_FILES
+    v = decide(rec(loader=loader(0.6), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)]), {})
+    assert v.verdict == INPUT_SMALL_FILES
+
+
+def test_the_interval_the_loop_starts_in_is_not_judged_on_start_up_reads():
+    """The loop ran 1 s of a 5 s interval whose reads were torch's import: starting, then the
+    next interval (the loop ran through it) is judged; a new training command starts over."""
+    diag = Diagnoser(BASE)
+    busy = [disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)]
+    first = diag(rec(loader=loader(0.6, elapsed=1.0), devices=busy))
+    assert (first.verdict, first.cause, first.fixes) == ("unknown", "starting", [])
+    assert "ran 20% of it" in first.summary
+    assert diag(rec(loader=loader(0.6), devices=busy)).verdict == INPUT_SMALL_FILES
+    short = rec(loader=loader(0.6, elapsed=1.0), devices=busy)  # a later short interval counts
+    assert diag(short).interval_verdict == INPUT_SMALL_FILES
+    ended = rec(devices=busy)
+    ended.procs = []
+    diag(ended)
+    assert diag(rec(loader=loader(0.6, elapsed=1.0), devices=busy)).interval_cause == "starting"
+    dying = Diagnoser(BASE)(rec(loader=loader(0.6, errors=1, elapsed=1.0), devices=busy))
+    assert dying.interval_cause != "starting"  # worker deaths are judged at once
 
 
 def test_sustained_await_warns_after_three_minutes_and_resets():
-    diag = dg.Diagnoser(BASE)
+    diag = Diagnoser(BASE)
     slow = rec(loader=loader(0.5), devices=[disk(r_s=100, rmb_s=50, r_await=80, util=60)])
     slow.elapsed_s = 60.0
     results = [diag(slow) for _ in range(3)]
@@ -206,8 +211,10 @@ def test_sustained_await_warns_after_three_minutes_and_resets():
 
 
 def test_sustained_util_and_low_bandwidth_while_input_bound():
-    diag = dg.Diagnoser(lambda: BASE)
-    r = rec(loader=loader(0.6), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=99)])
+    diag = Diagnoser(lambda: BASE)
+    r = rec(
+        loader=loader(0.6, elapsed=30.0), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=99)]
+    )
     r.elapsed_s = 30.0
     first, second = diag(r), diag(r)
     assert not first.warnings
@@ -243,14 +250,14 @@ def test_decide_always_gives_one_known_verdict(
         cpu=host(busy=busy),
         devices=[disk(r_s=r_s, rmb_s=rmb, rareq_sz=rq, r_await=aw, util=util)],
     )
-    v = dg.decide(r, BASE)
+    v = decide(r, BASE)
     assert v.verdict in {
-        dg.INPUT_DISK,
-        dg.INPUT_CPU,
-        dg.INPUT_SMALL_FILES,
-        dg.COMPUTE_BOUND,
-        dg.IDLE,
-        dg.UNKNOWN,
+        INPUT_DISK,
+        INPUT_CPU,
+        INPUT_SMALL_FILES,
+        COMPUTE_BOUND,
+        IDLE,
+        UNKNOWN,
     }
     assert v.summary and v.evidence
     if v.verdict.startswith("input-bound"):
@@ -261,8 +268,8 @@ def test_the_top_device_speaks_for_the_path_not_the_disk_beneath_it():
     # a loop device (the dataset) on the root disk, which other work keeps busy
     top = DeviceFigures(device="loop0", paths=["/data"], r_s=1100, rmb_s=13, rareq_sz=12, util=60)
     leaf = DeviceFigures(device="vda", paths=["/data"], r_s=2000, rmb_s=260, rareq_sz=128, util=99)
-    v = dg.decide(rec(loader=loader(0.5), devices=[top, leaf]), {})
-    assert v.verdict == dg.INPUT_SMALL_FILES
+    v = decide(rec(loader=loader(0.5), devices=[top, leaf]), {})
+    assert v.verdict == INPUT_SMALL_FILES
     assert any(e.startswith("loop0:") for e in v.evidence)
     assert not any(e.startswith("vda:") for e in v.evidence)
 
@@ -275,10 +282,10 @@ def test_a_single_reader_blocked_on_reads_is_disk_side_even_at_full_cpu():
         devices=[disk(r_s=1800, rmb_s=27, rareq_sz=16, r_await=0.13, aqu_sz=0.23, util=21)],
         procs=[ProcessIO(pid=1, name="python", role="main", cpu_percent=97)],
     )
-    s = dg.signals(r, BASE)
-    assert dg.io_share_of_loading(s) == pytest.approx(0.23 / 0.45)
-    v = dg.decide(r, BASE)
-    assert v.verdict == dg.INPUT_SMALL_FILES
+    s = sg.signals(r, BASE)
+    assert io_share_of_loading(s) == pytest.approx(0.23 / 0.45)
+    v = decide(r, BASE)
+    assert v.verdict == INPUT_SMALL_FILES
     assert "read in flight 51% of its loading time" in v.summary
     assert not v.summary.startswith("input-bound")  # the log line prefixes the verdict itself
 
@@ -289,8 +296,8 @@ def test_many_workers_each_rarely_blocked_with_a_saturated_cpu_is_cpu():
         cpu=host(busy=95),
         devices=[disk(r_s=1800, rmb_s=27, rareq_sz=16, r_await=0.5, aqu_sz=0.9, util=60)],
     )
-    assert dg.io_share_of_loading(dg.signals(r, BASE)) == pytest.approx(0.9 / 8)
-    assert dg.decide(r, BASE).verdict == dg.INPUT_CPU
+    assert io_share_of_loading(sg.signals(r, BASE)) == pytest.approx(0.9 / 8)
+    assert decide(r, BASE).verdict == INPUT_CPU
 
 
 def test_training_process_running_without_loop_figures_is_named():
@@ -298,5 +305,9 @@ def test_training_process_running_without_loop_figures_is_named():
         devices=[disk(r_s=3000, rmb_s=950, util=99)],
         procs=[ProcessIO(pid=7, name="python", role="main", cpu_percent=100)],
     )
-    v = dg.decide(r, BASE)
-    assert v.verdict == dg.UNKNOWN and "publishes no loop figures (yet)" in v.summary
+    v = decide(r, BASE)  # how long it ran unknown: as if for a while
+    assert v.verdict == UNKNOWN and v.cause == "not-wrapped"
+    assert "publishes no loop figures" in v.summary and "diskinfo.torch.watch" in v.summary
+    young = decide(r, BASE, training_s=20.0)  # a wrapped loader may still be starting
+    assert young.verdict == UNKNOWN and young.cause == "starting"
+    assert "diskinfo.torch.watch" not in young.summary

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from disk_fixtures import text
 from hypothesis import given
 from hypothesis import strategies as st
 
 from diskinfo.sources import ParseError, diskstats
 from diskinfo.sources.diskstats import ALL_FIELDS, DiskCounters, parse, parse_line
+from tests.helpers.fixtures import text
 
 KERNEL_6 = " 254       0 vda 31021 8347 2323634 6078 49437 48379 5595456 19140 0 7732 26818 12690 47 589456 1041 10521 556"  # noqa: E501
 KERNEL_4_18 = "   8       0 sda 120 3 9000 40 50 6 700 80 1 90 100 4 0 64 2"
@@ -46,7 +46,7 @@ def test_older_layouts_leave_discard_and_flush_unset():
         "8 0 sda 1 2 3 4 5 6 7 8 9 10 x",
         "8 0 sda 1 2 3 4 5 6 7 8 9 10 -11",
         "a b sda 1 2 3 4 5 6 7 8 9 10 11",
-        "8 0 sda " + " ".join(["1"] * 16),
+        "8 0 sda 1 2 3 4 5 6 7 8 9 10",  # 13 fields: one counter short of the oldest layout
     ],
 )
 def test_malformed_lines_raise_parse_error(line):
@@ -64,6 +64,22 @@ def test_captured_files_parse_cleanly():
     for name in ("host-loops", "container-overlay", "nvme-partitions", "lvm-md-crypt"):
         devices, errors = parse(text(name, "proc/diskstats"))
         assert devices and not errors, name
+
+
+def test_every_line_of_14_or_more_fields_is_read_as_iostat_reads_it():
+    """A kernel that appends counters must not blind the monitor (issue 15 item 10)."""
+    devices, errors = parse(text("kernel-variants", "diskstats"))
+    assert not errors
+    assert sorted(devices) == ["loop0", "nvme0n1", "nvme0n1p1", "sda", "sdb", "vda"]
+    assert not devices["sda"].has_discard and not devices["sda"].has_flush
+    assert devices["sdb"].has_discard and not devices["sdb"].has_flush
+    assert (devices["nvme0n1"].fl_ios, devices["nvme0n1"].fl_ticks) == (134, 11)
+    # extra trailing counters are ignored; the known ones keep their places
+    assert (devices["nvme0n1p1"].fl_ios, devices["nvme0n1p1"].fl_ticks) == (0, 0)
+    vda = devices["vda"]
+    assert (vda.rd_ios, vda.rq_ticks, vda.dc_ios, vda.fl_ticks) == (31021, 26818, 12690, 556)
+    # part of a group is no group: 16 fields read as the 14-field layout
+    assert devices["loop0"].rq_ticks == 7797 and not devices["loop0"].has_discard
 
 
 def test_live_file_parses():

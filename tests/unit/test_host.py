@@ -10,17 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskinfo.collectors.host import (
-    CpuTimes,
-    HostCollector,
-    cpu_percent,
-    memory_figures,
-    parse_meminfo,
-    parse_proc_stat,
-    shm_size_mb,
-    tree_size,
-)
+from diskinfo.collectors.host import HostCollector, shm_size_mb, tree_size
 from diskinfo.record import IntervalRecord
+from diskinfo.sources.meminfo import memory_figures, parse_meminfo
+from diskinfo.sources.procstat import CpuTimes, cpu_percent, parse_proc_stat
 
 FIX = Path(__file__).parent.parent / "fixtures" / "host"
 
@@ -144,8 +137,93 @@ def test_tree_size_counts_hard_links_once_and_overlapping_roots_once(tmp_path):
 
 
 def test_meminfo_with_keys_is_the_full_parse_restricted_to_them():
-    from diskinfo.collectors.host import MEMINFO_KEYS
+    from diskinfo.sources.meminfo import MEMINFO_KEYS
 
     text = (FIX / "meminfo").read_text()
     full = parse_meminfo(text)
     assert parse_meminfo(text, MEMINFO_KEYS) == {k: v for k, v in full.items() if k in MEMINFO_KEYS}
+
+
+# --- the container's own cgroup CPU (sources/cgroup_cpu.py) ---
+
+
+def test_cgroup_cpu_quota_files_parse():
+    from diskinfo.sources import ParseError
+    from diskinfo.sources.cgroup_cpu import parse_cpu_max, parse_keyed, parse_v1_quota
+
+    assert parse_cpu_max("max 100000\n") is None
+    assert parse_cpu_max("150000 100000\n") == 1.5
+    assert parse_v1_quota("-1\n", "100000\n") is None
+    assert parse_v1_quota("200000\n", "100000\n") == 2.0
+    assert parse_keyed("usage_usec 5\nnr_periods 2\n", "cpu.stat") == {
+        "usage_usec": 5,
+        "nr_periods": 2,
+    }
+    for bad in ("x 100000", "1 2 3", ""):
+        with pytest.raises(ParseError):
+            parse_cpu_max(bad)
+    with pytest.raises(ParseError):
+        parse_keyed("usage_usec lots\n", "cpu.stat")
+
+
+def _v2_dir(path: Path, usage_usec: int, throttled: int, quota: str) -> None:
+    path.mkdir(exist_ok=True)
+    (path / "cpu.stat").write_text(
+        f"usage_usec {usage_usec}\nuser_usec 1\nsystem_usec 1\nnr_periods 100\n"
+        f"nr_throttled {throttled}\nthrottled_usec 0\n"
+    )
+    (path / "cpu.max").write_text(quota)
+
+
+def test_collector_fills_the_cgroups_cpu_from_two_readings(tmp_path):
+    from diskinfo.sources.cgroup_cpu import CpuLocation
+
+    group = tmp_path / "ctr"
+    _v2_dir(group, 1_000_000, 0, "200000 100000\n")
+    now = [100.0]
+    coll = HostCollector(
+        read=lambda p: {"/proc/stat": STAT_A, "/proc/meminfo": "MemTotal: 1 kB\n"}[p],
+        cpu_location=lambda: CpuLocation(2, str(group), str(group), "/docker/ab"),
+        clock=lambda: now[0],
+    )
+    coll.start()
+    (group / "cpu.stat").write_text(
+        "usage_usec 4000000\nnr_periods 140\nnr_throttled 10\n"
+    )  # 3 s of CPU in 2 s: 1.5 cores of 2 allowed, 10 of 40 periods throttled
+    now[0] = 102.0
+    rec = IntervalRecord(ts=0, elapsed_s=2.0)
+    coll.fill(rec)
+    h = rec.cpu
+    assert h is not None and h.cgroup_path == "/docker/ab"
+    assert h.cgroup_cpu_cores == pytest.approx(1.5) and h.cgroup_cpu_quota == 2.0
+    assert h.cgroup_cpu_allowed == pytest.approx(min(2.0, len(os.sched_getaffinity(0))))
+    assert h.cgroup_cpu_throttled == pytest.approx(0.25)
+
+
+def test_v1_cpuacct_and_cpu_directories(tmp_path):
+    from diskinfo.sources.cgroup_cpu import CpuLocation, read_quota, read_sample
+
+    acct, cpu = tmp_path / "cpuacct", tmp_path / "cpu"
+    acct.mkdir()
+    cpu.mkdir()
+    (acct / "cpuacct.usage").write_text("2500000000\n")
+    (cpu / "cpu.cfs_quota_us").write_text("-1\n")
+    (cpu / "cpu.cfs_period_us").write_text("100000\n")
+    (cpu / "cpu.stat").write_text("nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
+    loc = CpuLocation(1, str(acct), str(cpu), "/g")
+    s = read_sample(loc, read_quota(loc))
+    assert s.usage_s == 2.5 and s.quota_cores is None
+    (cpu / "cpu.cfs_quota_us").write_text("150000\n")
+    (cpu / "cpu.stat").write_text("nr_periods 8\nnr_throttled 2\nthrottled_time 5\n")
+    s = read_sample(loc, read_quota(loc))
+    assert s.quota_cores == 1.5 and (s.periods, s.throttled) == (8, 2)
+
+
+def test_live_cgroup_cpu_is_found_and_read():
+    from diskinfo.collectors.host import own_cpu_location
+    from diskinfo.sources.cgroup_cpu import read_quota, read_sample
+
+    loc = own_cpu_location()  # None where no cgroup filesystem is mounted (some CI containers)
+    if loc is None:
+        pytest.skip("no cgroup CPU controller mounted")
+    assert read_sample(loc, read_quota(loc)).usage_s > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 
 import pytest
@@ -153,3 +154,22 @@ def test_read_states_cache_rereads_only_changed_files(tmp_path, monkeypatch):
     loader_state.state_path(tmp_path, 12).unlink()
     assert set(loader_state.read_states(tmp_path, cache)) == {11}
     assert set(cache) == {"loader-11.json"}
+
+
+def test_state_reader_sees_every_publish_and_skips_an_unchanged_directory(tmp_path, monkeypatch):
+    """Publishes land by rename: one right after a listing is seen at the next call; an
+    unchanged, settled directory is not listed again."""
+    reader = loader_state.StateReader()
+    assert reader(tmp_path) == {}
+    for batches in range(1, 6):  # publishes right after each listing, within one clock tick
+        loader_state.write_state(tmp_path, LoaderCounters(pid=11, batches=batches))
+        assert reader(tmp_path)[11].batches == batches
+    old = time.time() - 10
+    os.utime(tmp_path, (old, old))  # settled long ago
+    assert reader(tmp_path)[11].batches == 5
+    listed = []
+    monkeypatch.setattr(loader_state, "read_states", lambda *a: listed.append(a) or {})
+    assert reader(tmp_path)[11].batches == 5 and not listed  # not listed again
+    loader_state.write_state(tmp_path, LoaderCounters(pid=11, batches=6))
+    reader(tmp_path)
+    assert listed  # changed: listed

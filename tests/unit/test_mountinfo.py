@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from disk_fixtures import text
 from hypothesis import given
 from hypothesis import strategies as st
 
 from diskinfo.sources import ParseError, mountinfo
 from diskinfo.sources.mountinfo import Mount, escape, parse, parse_line, unescape
+from tests.helpers.fixtures import text
 
 
 def test_container_overlay_line_and_its_options():

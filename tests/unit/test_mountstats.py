@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from disk_fixtures import text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskinfo import rates
+from diskinfo.collectors import rates
 from diskinfo.collectors.nfs import NfsCollector
 from diskinfo.record import IntervalRecord
 from diskinfo.sources import mountstats
 from diskinfo.sources.mountstats import BYTES_FIELDS, NfsMount, OpStats, parse
+from tests.helpers.fixtures import text
 
 FIXTURE = text("nfs", "proc/self/mountstats")
 

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diskinfo import cli
 from diskinfo import pack as packmod
 from diskinfo.errors import UserError
-from diskinfo.pack import STATE, pack, parse_size, read_manifest, verify
+from diskinfo.pack import STATE, pack, read_manifest, verify
 from diskinfo.shards import read_shard
+from tests.helpers.cli import one_line_error
 
 
 def image_folder(root: Path, classes: dict[str, int], seed: int = 1) -> dict[str, bytes]:
@@ -41,23 +41,12 @@ def all_samples(dest: Path) -> list[dict]:
     return [s for shard in manifest["shards"] for s in read_shard(dest / shard["name"])]
 
 
-def test_parse_size() -> None:
-    assert parse_size("64MB") == 64_000_000
-    assert parse_size("1GB") == 10**9
-    assert parse_size("512MiB") == 512 * 2**20
-    assert parse_size("1.5 gb") == 1_500_000_000
-    assert parse_size("4096") == 4096
-    for bad in ("", "MB", "12XB", "-1GB", "0"):
-        with pytest.raises(UserError):
-            parse_size(bad)
-
-
 def test_image_folder_round_trip(tmp_path: Path) -> None:
     files = image_folder(tmp_path / "src", {"dog": 25, "cat": 15})
     (tmp_path / "src" / "cat" / ".DS_Store").write_bytes(b"x")
     (tmp_path / "src" / "cat" / "LICENSE").write_bytes(b"x")
     os.mkfifo(tmp_path / "src" / "cat" / "9999.jpg")  # opening it would block: skipped
-    manifest = pack(tmp_path / "src", tmp_path / "out", shard_size=20_000)
+    manifest = pack(tmp_path / "src", tmp_path / "out", shard_size=20_000, shuffle_seed=None)
     assert manifest["samples"] == 40
     assert manifest["classes"] == ["cat", "dog"]
     assert manifest["class_counts"] == {"cat": 15, "dog": 25}
@@ -65,6 +54,8 @@ def test_image_folder_round_trip(tmp_path: Path) -> None:
     assert manifest["skipped"] == {"hidden": 1, "no_extension": 1, "not_regular": 1}
     assert len(manifest["shards"]) > 3
     assert sum(s["samples"] for s in manifest["shards"]) == 40
+    assert max(s["samples"] for s in manifest["shards"]) - min(manifest["samples_per_shard"]) <= 1
+    assert manifest["order"] == "sorted by key" and manifest["shuffle_seed"] is None
     samples = all_samples(tmp_path / "out")
     assert [s["__key__"] for s in samples] == sorted(k.removesuffix(".jpg") for k in files)
     for s in samples:
@@ -85,7 +76,7 @@ def test_files_grouped_by_stem(tmp_path: Path) -> None:
         (src / f"{i:04d}.jpg").write_bytes(bytes([i]) * 700)
         (src / f"{i:04d}.json").write_text(json.dumps({"i": i}))
         (src / f"{i:04d}.seg.png").write_bytes(b"p" * i)
-    manifest = pack(src, tmp_path / "out")
+    manifest = pack(src, tmp_path / "out", shuffle_seed=None)
     assert manifest["classes"] == [] and manifest["samples"] == 7
     assert len(manifest["shards"]) == 1
     samples = all_samples(tmp_path / "out")
@@ -184,8 +175,8 @@ def test_file_vanishing_mid_pack_leaves_no_partial_shard(
     image_folder(tmp_path / "src", {"a": 40})
     real_plan = packmod.plan
 
-    def plan_then_delete(samples: list, shard_size: int) -> list:
-        shards = real_plan(samples, shard_size)
+    def plan_then_delete(samples: list, count: int) -> list:
+        shards = real_plan(samples, count)
         os.unlink(shards[2][1].members[0].path)
         return shards
 
@@ -198,7 +189,7 @@ def test_file_vanishing_mid_pack_leaves_no_partial_shard(
 
 def test_verify_catches_a_flipped_byte(tmp_path: Path) -> None:
     files = image_folder(tmp_path / "src", {"a": 3})
-    pack(tmp_path / "src", tmp_path / "out")
+    pack(tmp_path / "src", tmp_path / "out", shuffle_seed=None)
     shard = tmp_path / "out" / "shard-000000.tar"
     expected = []
     for name in sorted(files):
@@ -210,14 +201,6 @@ def test_verify_catches_a_flipped_byte(tmp_path: Path) -> None:
     shard.write_bytes(bytes(data))
     with pytest.raises(UserError, match=r"verification failed at a/0000\.jpg"):
         verify(shard, expected)
-
-
-def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code = cli.main(argv)
-    err = capsys.readouterr().err
-    assert code != 0
-    assert err.count("\n") == 1 and err.startswith("diskinfo: error: "), err
-    return err
 
 
 def test_bad_input_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,13 +7,14 @@ import time
 import urllib.request
 
 import pytest
-from disk_fixtures import resolver, text
 from prometheus_client.parser import text_string_to_metric_families
 
 from diskinfo.collectors.disk import DiskCollector
 from diskinfo.collectors.nfs import NfsCollector
+from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.prometheus import PrometheusSink
+from tests.helpers.fixtures import resolver, text
 
 # sda: reads, sectors, read ms, io ms, weighted ms (the kernel's field order, 20 fields)
 DISK = "   8       0 sda {r} 7 {s} {t} 3 1 24 5 0 {io} {w} 2 0 16 1 9 4\n"
@@ -58,9 +59,8 @@ def test_disk_collector_counters_reach_prometheus(sink):
     )
     feed = Feed([before, after], dt=2.0)
     r = resolver("nvme-partitions")
-    collector = DiskCollector(
-        ["/workspace/data"], read=feed.read, clock=feed.clock, resolver=lambda: r
-    )
+    watched = WatchedPaths(["/workspace/data"], resolver=lambda: r)
+    collector = DiskCollector(watched, read=feed.read, clock=feed.clock)
     collector.start()
     record = IntervalRecord(ts=time.time(), elapsed_s=2.0)
     collector.fill(record)

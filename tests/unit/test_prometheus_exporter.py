@@ -18,14 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from diskinfo.errors import UserError
 from diskinfo.record import (
-    CgroupIO,
     DeviceFigures,
-    GpuFigures,
-    HostFigures,
     IntervalRecord,
-    LoaderFigures,
     NfsFigures,
-    ProcessIO,
     Verdict,
 )
 from diskinfo.sinks.prometheus import (
@@ -35,153 +30,10 @@ from diskinfo.sinks.prometheus import (
     _Totals,
     markdown_table,
 )
+from tests.helpers.records import DISKSTATS, full_record
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-T0KEN-4f9a"  # planted wherever a careless exporter might copy text from
-
-DISKSTATS = {  # raw kernel values, as collectors.disk.counters_of gives them
-    "rd_ios": 1000,
-    "rd_merges": 10,
-    "rd_sectors": 2048,
-    "rd_ticks": 1500,
-    "wr_ios": 500,
-    "wr_merges": 5,
-    "wr_sectors": 4096,
-    "wr_ticks": 250,
-    "io_ticks": 9000,
-    "rq_ticks": 12000,
-    "dc_ios": 3,
-    "dc_merges": 0,
-    "dc_sectors": 16,
-    "dc_ticks": 7,
-    "fl_ios": 40,
-    "fl_ticks": 80,
-}
-
-
-def full_record(**over) -> IntervalRecord:
-    """A record with every part filled, so every declared metric has something to show."""
-    rec = IntervalRecord(
-        ts=time.time(),
-        elapsed_s=2.0,
-        host="node-1",
-        devices=[
-            DeviceFigures(
-                "nvme0n1",
-                paths=["/workspace/data", "/workspace/ckpt"],
-                r_s=100.0,
-                w_s=20.0,
-                rmb_s=50.0,
-                wmb_s=2.0,
-                rrqm_s=1.0,
-                wrqm_s=2.0,
-                r_await=4.0,
-                w_await=1.0,
-                aqu_sz=0.7,
-                rareq_sz=512.0,
-                wareq_sz=100.0,
-                util=97.0,
-                in_flight=3,
-                d_s=0.5,
-                dmb_s=0.1,
-                drqm_s=0.0,
-                d_await=2.0,
-                dareq_sz=4.0,
-                f_s=1.0,
-                f_await=0.5,
-                counters=dict(DISKSTATS),
-            )
-        ],
-        nfs=[
-            NfsFigures(
-                "/mnt/nas",
-                f"alice:{SECRET}@nas01",
-                read_bytes_s=1e6,
-                read_ops_s=10,
-                read_rtt_ms=3.0,
-                counters={
-                    "read_bytes": 10**9,
-                    "write_bytes": 5,
-                    "read_ops": 1000,
-                    "write_ops": 1,
-                    "read_rtt_ms": 3000,
-                    "write_rtt_ms": 1,
-                    "read_exe_ms": 3500,
-                    "write_exe_ms": 2,
-                    "retrans": 4,
-                },
-            )
-        ],
-        gpus=[
-            GpuFigures(
-                0,
-                "NVIDIA H200",
-                util_mean=40.0,
-                util_min=0.0,
-                util_max=100.0,
-                idle_fraction=0.5,
-                pulsing=0.6,
-                mem_used_mb=1024,
-                mem_total_mb=143771,
-                pcie_rx_mb_s=100,
-                pcie_tx_mb_s=1,
-                power_w=300,
-                samples=20,
-            )
-        ],
-        cpu=HostFigures(
-            cpu_busy=50,
-            cpu_iowait=10,
-            cpu_count=16,
-            page_cache_mb=100,
-            mem_total_mb=1000,
-            mem_available_mb=500,
-            dataset_mb=2000,
-            shm_total_mb=64,
-        ),
-        procs=[
-            ProcessIO(1, f"python --token={SECRET}", read_mb_s=1.0, role="main"),
-            ProcessIO(2, "pt_data_worker", read_mb_s=2.0, role="worker"),
-            ProcessIO(3, "pt_data_worker", read_mb_s=3.0, role="worker"),
-        ],
-        loader=LoaderFigures(batches=10, wait_s=1.5, step_s=0.5, wait_share=0.75, batches_s=5),
-        verdict=Verdict(
-            "input-bound: disk",
-            summary=f"summary {SECRET}",
-            evidence=[f"evidence {SECRET}"],
-            fixes=[f"fix {SECRET}"],
-        ),
-        warnings=[f"warning quoting JUPYTER_TOKEN={SECRET}"],
-        cgroup_io=[
-            CgroupIO(
-                "nvme0n1",
-                "259:0",
-                read_bytes_s=4e6,
-                write_bytes_s=1.0,
-                read_ios_s=1000.0,
-                write_ios_s=1.0,
-                read_bps=10**9,
-                write_bps=10**8,
-                read_iops=1000,
-                write_iops=500,
-                throttled=True,
-                throttled_by=["read_iops"],
-                pressure_some_avg10=60.0,
-                pressure_full_avg10=55.0,
-                counters={
-                    "read_bytes": 4096000,
-                    "write_bytes": 1,
-                    "read_ios": 1000,
-                    "write_ios": 1,
-                    "discard_bytes": 0,
-                    "discard_ios": 0,
-                },
-            )
-        ],
-    )
-    for key, value in over.items():
-        setattr(rec, key, value)
-    return rec
 
 
 @pytest.fixture
@@ -212,7 +64,7 @@ def samples(families, name: str) -> dict[tuple, float]:
 
 
 def test_every_declared_metric_is_served_with_help_type_and_units(sink):
-    sink.write(full_record())
+    sink.write(full_record(SECRET))
     families, _ = scrape(sink)
     served = {}
     for fam in families.values():
@@ -239,7 +91,7 @@ def test_every_declared_metric_is_served_with_help_type_and_units(sink):
 
 
 def test_counters_are_the_raw_kernel_values_in_base_units(sink):
-    sink.write(full_record())
+    sink.write(full_record(SECRET))
     f, _ = scrape(sink)
     dev = (("device", "nvme0n1"),)
     assert samples(f, "diskinfo_disk_reads_completed_total")[dev] == 1000
@@ -270,8 +122,8 @@ def test_counters_are_the_raw_kernel_values_in_base_units(sink):
 
 
 def test_accumulated_counters_and_one_hot_gauges(sink):
-    sink.write(full_record())
-    sink.write(full_record(verdict=Verdict("compute-bound")))
+    sink.write(full_record(SECRET))
+    sink.write(full_record(SECRET, verdict=Verdict("compute-bound")))
     f, _ = scrape(sink)
     assert samples(f, "diskinfo_records_total")[()] == 2
     assert samples(f, "diskinfo_loader_wait_seconds_total")[()] == 3.0
@@ -308,7 +160,7 @@ def test_absent_figures_are_absent_not_zero(sink):
 def test_no_secret_reaches_metrics_or_status(sink, monkeypatch):
     monkeypatch.setenv("JUPYTER_TOKEN", SECRET)
     monkeypatch.setenv("PUBLIC_KEY", f"ssh-ed25519 AAAA{SECRET}")
-    sink.write(full_record())
+    sink.write(full_record(SECRET))
     _, text = scrape(sink)
     _, _, status = get(sink, "/status")
     for body in (text, status):
@@ -322,7 +174,7 @@ def test_status_document_and_http_errors(sink):
     status, ctype, body = get(sink, "/status")
     assert status == 200 and ctype == "application/json"
     assert json.loads(body)["pressure"] == "unknown"
-    sink.write(full_record())
+    sink.write(full_record(SECRET))
     doc = json.loads(get(sink, "/status")[2])
     assert doc["schema"] == "diskinfo.status/1"
     assert doc["pressure"] == "saturated"

@@ -11,21 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from diskinfo.analyse.pressure import LEVELS, STATES, device_await_ms, node_pressure, redact
 from diskinfo.commands.status import default_url
 from diskinfo.errors import UserError
-from diskinfo.pressure import LEVELS, STATES, device_await_ms, node_pressure, redact
-from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures, Verdict
+from diskinfo.record import DeviceFigures, NfsFigures
 from diskinfo.sinks.prometheus import PrometheusSink
-
-
-def rec(*devices: DeviceFigures, nfs=(), verdict=None, ts=None, elapsed=5.0) -> IntervalRecord:
-    return IntervalRecord(
-        ts=time.time() if ts is None else ts,
-        elapsed_s=elapsed,
-        devices=list(devices),
-        nfs=list(nfs),
-        verdict=Verdict(verdict) if verdict else None,
-    )
+from tests.helpers.records import record as rec
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskinfo import rates
+from diskinfo.collectors import rates
 from diskinfo.sources.diskstats import ALL_FIELDS, DiskCounters, parse_line
 
 PREV = parse_line(
@@ -54,8 +54,8 @@ def test_no_discard_or_flush_on_old_kernels():
 
 
 def test_32_bit_time_counter_wraps():
-    prev = dataclasses.replace(PREV, rd_ticks=2**32 - 100, io_ticks=2**32 - 10)
-    cur = dataclasses.replace(CUR, rd_ticks=1900, io_ticks=940)
+    prev = PREV._replace(rd_ticks=2**32 - 100, io_ticks=2**32 - 10)
+    cur = CUR._replace(rd_ticks=1900, io_ticks=940)
     f = rates.figures(prev, cur, 2.0)
     assert f.r_await == pytest.approx(2000 / 4000) and f.util == pytest.approx(47.5)
 
@@ -69,12 +69,12 @@ def test_reset_is_not_a_wrap():
     # a device removed and re-added starts again from small numbers
     assert rates.counter_delta(5_000_000_000_000, 10, 64, 1e9) is None
     assert rates.counter_delta(3_000_000, 10, 32, 1e6) is None
-    reset = dataclasses.replace(CUR, rd_ios=3, rd_sectors=24)
+    reset = CUR._replace(rd_ios=3, rd_sectors=24)
     assert rates.figures(CUR, reset, 1.0) is None
 
 
 def test_absurd_jump_is_a_reset():
-    jump = dataclasses.replace(CUR, rd_ios=CUR.rd_ios + 10**12)
+    jump = CUR._replace(rd_ios=CUR.rd_ios + 10**12)
     assert rates.figures(CUR, jump, 1.0) is None
 
 

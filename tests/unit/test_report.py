@@ -4,6 +4,7 @@ timeline, the A/B comparison, and one-line errors for bad runs."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,8 @@ from diskinfo.record import (
     Verdict,
 )
 from diskinfo.report import load_run, summarise
+from tests.helpers.cli import one_line_error
+from tests.helpers.records import record
 
 SMALL = "input-bound: small-file random reads"
 PACK_FIX = "pack the small files into large sequential shards: `diskinfo pack SRC DEST`"
@@ -40,14 +43,12 @@ def interval(
     gpu: float | None,
     warnings: list[str] | None = None,
 ) -> IntervalRecord:
-    return IntervalRecord(
+    return record(
+        DeviceFigures("vda", paths=["/data"], r_s=r_s, rmb_s=rmb_s, r_await=2.0, util=80.0),
+        DeviceFigures("loop0", r_s=9999, rmb_s=999.0),  # not watched: must be ignored
         ts=ts,
-        elapsed_s=elapsed,
+        elapsed=elapsed,
         host="test",
-        devices=[
-            DeviceFigures("vda", paths=["/data"], r_s=r_s, rmb_s=rmb_s, r_await=2.0, util=80.0),
-            DeviceFigures("loop0", r_s=9999, rmb_s=999.0),  # not watched: must be ignored
-        ],
         gpus=None if gpu is None else [GpuFigures(0, "H200", util_mean=gpu)],
         loader=LoaderFigures(
             batches=batches,
@@ -156,6 +157,26 @@ def test_report_one_run_prints_summary_and_writes_png(
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the owner is given only when run as root")
+def test_a_root_report_in_a_users_directory_is_the_users_and_follows_no_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README step 4 runs `report` as root in the user's logs directory: the image is the
+    directory owner's, and a link planted at its name is replaced, never written through."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.chown(logs, 1234, 1234)
+    run = write_run(logs / "diskinfo.jsonl", before_run())
+    target = tmp_path / "root-owned"
+    target.write_text("keep")
+    (logs / "diskinfo.png").symlink_to(target)
+    assert cli.main(["report", str(run)]) == 0
+    png = logs / "diskinfo.png"
+    assert not png.is_symlink() and png.read_bytes()[:4] == b"\x89PNG"
+    assert (png.stat().st_uid, png.stat().st_gid) == (1234, 1234)
+    assert target.read_text() == "keep"
+
+
 def test_report_without_gpu_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = write_run(tmp_path / "cpu.jsonl", before_run(gpu=False))
     png = tmp_path / "out" / "x.png"
@@ -191,13 +212,6 @@ def test_a_line_being_written_is_skipped(tmp_path: Path) -> None:
     with run.open("a") as fh:
         fh.write('{"schema": "diskinfo.interval/1", "ts": 18')  # monitor mid-write
     assert len(load_run(run)) == 4
-
-
-def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    assert cli.main(argv) != 0
-    captured = capsys.readouterr()
-    assert captured.err.count("\n") == 1 and captured.err.startswith("diskinfo: error: ")
-    return captured.err
 
 
 def test_bad_runs_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -271,3 +285,45 @@ def test_fuzzed_jsonl_is_a_summary_or_a_one_line_error(tmp_path: Path, lines: li
         return
     summary = summarise(records, "fuzz")
     assert summary.intervals == len(records)
+
+
+def test_without_matplotlib_the_summary_still_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image once printed no summary at all when the PNG could not be drawn."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails
+    run = write_run(tmp_path / "before.jsonl", before_run())
+    assert cli.main(["report", str(run)]) == 0
+    captured = capsys.readouterr()
+    assert "top fix: " in captured.out and "timeline:" not in captured.out
+    assert "no timeline PNG: the PNG needs matplotlib" in captured.err
+    assert not (tmp_path / "before.png").exists()
+    # a PNG asked for by name: the summary, then a one-line error
+    assert cli.main(["report", str(run), "--png", str(tmp_path / "x.png")]) == 2
+    captured = capsys.readouterr()
+    assert "top fix: " in captured.out
+    assert captured.err.count("\n") == 1 and "needs matplotlib" in captured.err
+
+
+def test_the_report_s_disk_is_the_verdict_s_device() -> None:
+    """A dm device over a disk that also carries another filesystem's traffic: the verdict
+    judges the dm device (the top device of the watched path); so does the report."""
+    from diskinfo.analyse.signals import busiest_device
+    from diskinfo.analyse.verdict import decide
+
+    rec = IntervalRecord(
+        ts=1_800_000_005.0,
+        elapsed_s=5.0,
+        host="test",
+        devices=[
+            DeviceFigures("dm-0", paths=["/data"], r_s=400, rmb_s=50.0, util=90.0),
+            DeviceFigures("sda", paths=["/data"], r_s=900, rmb_s=200.0, util=60.0),
+        ],
+    )
+    disk = busiest_device(rec)
+    assert disk is not None and disk.device == "dm-0"
+    assert any(e.startswith("dm-0:") for e in decide(rec, {}).evidence)
+    s = summarise([rec])
+    assert s.disk_read_mb_s == 50.0 and s.disk_r_s == 400.0 and s.disk_util == 90.0

@@ -4,11 +4,11 @@ dm-crypt, btrfs on two devices, loop devices, bind mounts and a container's over
 from __future__ import annotations
 
 import pytest
-from disk_fixtures import resolver
 
+from diskinfo.commands.resolve import describe, format_text
 from diskinfo.errors import UserError
-from diskinfo.resolve import describe, format_text
 from diskinfo.sources.mountinfo import is_under, mount_for, parse
+from tests.helpers.fixtures import resolver
 
 
 def names(infos):
@@ -154,15 +154,15 @@ def test_component_boundaries():
 def test_resolve_command_prints_nfs_mountstats(monkeypatch, capsys):
     import argparse
 
-    from disk_fixtures import text
-
     from diskinfo.commands import resolve as command
     from diskinfo.sources import mountstats
+    from tests.helpers.fixtures import text
 
     monkeypatch.setattr(mountstats, "read", lambda: text("nfs", "proc/self/mountstats"))
-    stats = command._nfs_stats("/mnt/datasets")
+    stats = command.nfs_stats("/mnt/datasets")
     assert stats["server"] == "nas01" and stats["read_ops"] == 93712
     assert stats["read_rtt_ms_avg"] == pytest.approx(2211203 / 93712)
+    assert stats["read_bytes"] == 98234112334  # normal + O_DIRECT, as the monitor counts
     monkeypatch.setattr(command.Resolver, "live", classmethod(lambda cls: resolver("nfs")))
     assert command.run(argparse.Namespace(paths=["/mnt/datasets/x"], json=False)) == 0
     out = capsys.readouterr().out

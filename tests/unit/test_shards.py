@@ -3,7 +3,9 @@ and the `webdataset` library reads the same shards."""
 
 from __future__ import annotations
 
+import io
 import random
+import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -12,12 +14,12 @@ import torch.utils.data
 import webdataset as wds
 
 from diskinfo.pack import pack, read_manifest
-from diskinfo.shards import ShardDataset, read_shard, split_name
+from diskinfo.shards import ShardDataset, read_shard, split_name, tar_members
 
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
-    """61 samples over about a dozen shards of unequal sample counts."""
+    """61 samples over a dozen shards of 5 or 6 samples, in key order."""
     root = tmp_path_factory.mktemp("shards")
     rng = random.Random(3)
     files = {}
@@ -27,8 +29,8 @@ def packed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, by
             data = rng.randbytes(rng.randint(200, 4000))
             (root / "src" / cls / f"{i:03d}.png").write_bytes(data)
             files[f"{cls}/{i:03d}"] = data
-    manifest = pack(root / "src", root / "out", shard_size=15_000)
-    assert len(manifest["shards"]) >= 8
+    manifest = pack(root / "src", root / "out", shards=12, shuffle_seed=None)
+    assert manifest["samples_per_shard"] == [5, 6]
     return root / "out", files
 
 
@@ -133,3 +135,36 @@ def test_bad_rank_arguments(packed) -> None:
         ShardDataset(dest, rank=0)
     with pytest.raises(ValueError):
         ShardDataset(dest, rank=2, world_size=2)
+
+
+@pytest.mark.parametrize("fmt", [tarfile.USTAR_FORMAT, tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
+def test_tar_members_reads_what_tarfile_reads(tmp_path: Path, fmt: int) -> None:
+    """Names in the ustar prefix field, GNU long names and pax paths; directories skipped."""
+    names = ["a/0001.jpg", "d" * 90 + "/" + "e" * 90 + ".png", "f.bin"]
+    if fmt != tarfile.USTAR_FORMAT:
+        names.append("g" * 150 + ".json")
+    if fmt == tarfile.PAX_FORMAT:
+        names.append("класс/é.jpg")
+    path = tmp_path / "t.tar"
+    with tarfile.open(path, "w", format=fmt) as tar:
+        info = tarfile.TarInfo("a")
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+        for i, name in enumerate(names):
+            data = bytes([i]) * (700 * i + 3)
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    theirs = []
+    with tarfile.open(path) as tar:
+        for m in tar:
+            if m.isfile():
+                fh = tar.extractfile(m)
+                assert fh is not None
+                theirs.append((m.name, fh.read()))
+    assert list(tar_members(path)) == theirs and len(theirs) == len(names)
+    damaged = bytearray(path.read_bytes())
+    damaged[600] ^= 0xFF  # inside the second header
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(ValueError, match="damaged header"):
+        list(tar_members(path))

@@ -11,21 +11,15 @@ from diskinfo.sinks import rotating
 from diskinfo.sinks.jsonl import JsonlSink, encode
 from diskinfo.sinks.rotating import RotatingFile
 from diskinfo.sinks.textlog import TextLogSink, device_line
+from tests.helpers import records
 
 
 def record(**kw) -> IntervalRecord:
-    fig = DeviceFigures(
-        device="nvme0n1",
-        paths=["/workspace/data"],
-        rmb_s=512.3,
-        r_s=4098.4,
-        r_await=0.41,
-        aqu_sz=1.68,
-        rareq_sz=128.0,
-        util=97.3,
-        **kw,
+    """One busy NVMe device in a fixed interval (so a written line can be compared)."""
+    fig = records.disk(
+        rmb_s=512.3, r_s=4098.4, r_await=0.41, aqu_sz=1.68, rareq_sz=128.0, util=97.3, **kw
     )
-    return IntervalRecord(ts=1796217557.5, elapsed_s=5.0, host="h", devices=[fig])
+    return records.record(fig, ts=1796217557.5, host="h")
 
 
 def test_human_line():

@@ -11,15 +11,16 @@ import time
 
 import psutil
 import pytest
-from disk_fixtures import resolver
 
 from diskinfo.cli import build_parser, main
 from diskinfo.collectors.disk import DiskCollector
+from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.commands.watch import build_monitor
 from diskinfo.record import SCHEMA, IntervalRecord
 from diskinfo.sinks.jsonl import JsonlSink
 from diskinfo.sinks.textlog import TextLogSink
 from diskinfo.sources import diskstats
+from tests.helpers.fixtures import resolver
 
 LINE = "   8       1 sda1 {r} 0 {s} {t} 0 0 0 0 0 {io} {io} 0 0 0 0 0 0"
 DISK = "   8       0 sda {r} 0 {s} {t} 0 0 0 0 0 {io} {io} 0 0 0 0 0 0"
@@ -51,7 +52,8 @@ class Feed:
 
 def collector(feed: Feed) -> DiskCollector:
     r = resolver("nvme-partitions")
-    c = DiskCollector(["/workspace/data"], read=feed.read, clock=feed.clock, resolver=lambda: r)
+    watched = WatchedPaths(["/workspace/data"], resolver=lambda: r)
+    c = DiskCollector(watched, read=feed.read, clock=feed.clock)
     c.start()
     return c
 
@@ -65,7 +67,7 @@ def fill(c):
 def test_figures_for_partition_and_whole_disk_with_paths():
     feed = Feed([snap(0, 0, 0, 0), snap(100, 25600, 200, 500)])
     c = collector(feed)
-    assert c.devices == {"sda1": ["/workspace/data"], "sda": ["/workspace/data"]}
+    assert c.watched.devices == {"sda1": ["/workspace/data"], "sda": ["/workspace/data"]}
     rec = fill(c)
     assert [d.device for d in rec.devices] == ["sda1", "sda"]
     d = rec.devices[0]

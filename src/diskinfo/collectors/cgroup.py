@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
+from diskinfo.collectors import BaseCollector
+from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import CgroupIO, IntervalRecord
 from diskinfo.sources import ParseError, cgroup, mountinfo
 from diskinfo.sources.cgroup import LIMIT_KEYS, V1_LIMIT_FILES, Location
@@ -51,17 +53,18 @@ def throttled_by(fig: CgroupIO) -> list[str]:
     return out
 
 
-class CgroupCollector:
+class CgroupCollector(BaseCollector):
     """Keeps the previous counters of the cgroup and fills `record.cgroup_io`."""
 
     def __init__(
         self,
-        devices: Callable[[], Iterable[str]],
+        watched: WatchedPaths,
         locations: Callable[[], list[Location]] = own_locations,
         sysfs: SysFs | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._devices = devices  # kernel names of the watched devices (the disk collector's)
+        super().__init__()
+        self.watched = watched  # its device map: the disk collector's, re-resolved there
         self._locations = locations
         self._sysfs = sysfs or SysFs()
         self._clock = clock
@@ -72,15 +75,15 @@ class CgroupCollector:
         self._limits: dict[str, dict[str, int | None]] = {}
         self._limits_at: float | None = None
         self._majmin: dict[str, str] = {}
-        self._said: set[str] = set()
-        self._pending: list[str] = []
+        self._pairs: list[tuple[str, str]] = []  # (name, majmin) of the watched devices
+        self._pairs_of: dict[str, list[str]] | None = None  # the device map they were made for
 
     # --- Collector protocol ---------------------------------------------------------
     def start(self) -> None:
         try:
             found = self._locations()
         except (OSError, ParseError) as exc:
-            self._say(f"cgroup: cannot find this process's cgroup: {exc}")
+            self.notes.once(f"cgroup: cannot find this process's cgroup: {exc}")
             return
         for loc in found:
             if loc.version == 2 and cgroup.exists(loc.directory, "io.stat"):
@@ -104,7 +107,7 @@ class CgroupCollector:
         if v2 is not None and cgroup.exists(v2.directory, "io.pressure"):
             self._pressure = ProcFile(os.path.join(v2.directory, "io.pressure"))
         if self.location is None:
-            self._say(
+            self.notes.once(
                 "cgroup: no per-cgroup I/O accounting here (no io.stat or blkio.throttle files "
                 "in this process's cgroup): only whole-device figures"
             )
@@ -112,14 +115,12 @@ class CgroupCollector:
         self._prev = self._counters()
 
     def fill(self, record: IntervalRecord) -> None:
-        record.warnings.extend(self._pending)
-        self._pending.clear()
+        self.notes.flush(record)
         if self.location is None:
             return
         cur = self._counters()
         if cur is None:
-            record.warnings.extend(self._pending)
-            self._pending.clear()
+            self.notes.flush(record)
             return  # keep the old baseline: the next delta spans both intervals
         prev, self._prev = self._prev, cur
         now = self._clock()
@@ -128,10 +129,7 @@ class CgroupCollector:
             self._limits_at = now
         pressure = self._read_pressure()
         dt = record.elapsed_s
-        for name in dict.fromkeys(self._devices()):
-            majmin = self._majmin_of(name)
-            if majmin is None:
-                continue
+        for name, majmin in self._watched():
             now_c = cur.get(majmin, {})
             fig = CgroupIO(
                 device=name,
@@ -163,15 +161,9 @@ class CgroupCollector:
             self._pressure.close()
 
     # --- helpers ----------------------------------------------------------------------
-    def _say(self, text: str) -> None:
-        """Warnings about a missing or unreadable file: once, not every interval."""
-        if text not in self._said:
-            self._said.add(text)
-            self._pending.append(text)
-
     def _counters(self) -> dict[str, dict[str, int]] | None:
         out: dict[str, dict[str, int]] = {}
-        watched = {m for m in map(self._majmin_of, self._devices()) if m is not None}
+        watched = [majmin for _name, majmin in self._watched()]
         for f, unit in self._counter_files:
             try:
                 text = f.read()
@@ -181,10 +173,10 @@ class CgroupCollector:
                     else cgroup.parse_v1_stat(text, unit, watched)
                 )
             except OSError as exc:
-                self._say(f"cgroup: cannot read {f.path}: {exc.strerror or exc}")
+                self.notes.once(f"cgroup: cannot read {f.path}: {exc.strerror or exc}")
                 return None
             except ParseError as exc:
-                self._say(f"cgroup: {f.path}: {exc}")
+                self.notes.once(f"cgroup: {f.path}: {exc}")
                 return None
             for devno, values in parsed.items():
                 out.setdefault(devno, {}).update(values)
@@ -218,7 +210,7 @@ class CgroupCollector:
                             for devno, value in cgroup.parse_v1_limit(text).items():
                                 tighten(devno, key, value)
             except (OSError, ParseError) as exc:
-                self._say(f"cgroup: limits in {directory}: {exc}")
+                self.notes.once(f"cgroup: limits in {directory}: {exc}")
             parent = os.path.dirname(directory)
             if parent == directory or not cgroup.exists(parent, "cgroup.procs"):
                 break  # the top of what this process can see of the hierarchy
@@ -229,10 +221,20 @@ class CgroupCollector:
         if self._pressure is None:
             return None
         try:
-            return cgroup.parse_pressure(self._pressure.read())
+            return cgroup.pressure_avg10(self._pressure.read())
         except (OSError, ParseError) as exc:
-            self._say(f"cgroup: {self._pressure.path}: {exc}")
+            self.notes.once(f"cgroup: {self._pressure.path}: {exc}")
             return None
+
+    def _watched(self) -> list[tuple[str, str]]:
+        """(name, majmin) of the watched devices that /sys knows, worked out again only when
+        the device map changed (a re-resolution) or a device was not in /sys yet."""
+        devices = self.watched.devices
+        if devices is not self._pairs_of or len(self._pairs) < len(devices):
+            self._pairs_of = devices
+            pairs = ((name, self._majmin_of(name)) for name in devices)
+            self._pairs = [(name, majmin) for name, majmin in pairs if majmin is not None]
+        return self._pairs
 
     def _majmin_of(self, name: str) -> str | None:
         if name not in self._majmin:

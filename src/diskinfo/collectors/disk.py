@@ -9,12 +9,11 @@ a second read for those would pair counters of different instants, so it is not 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from diskinfo import rates
-from diskinfo.errors import UserError
+from diskinfo.collectors import BaseCollector, rates
+from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import IntervalRecord
-from diskinfo.resolve import Resolution, Resolver
 from diskinfo.sources import diskstats
 from diskinfo.sources.diskstats import ALL_FIELDS, DiskCounters
 from diskinfo.sources.procfile import ProcFile
@@ -22,53 +21,54 @@ from diskinfo.sources.procfile import ProcFile
 RERESOLVE_S = 10.0  # after a device vanished, look for it again at most this often
 
 
-class DiskCollector:
+class DiskCollector(BaseCollector):
     """Keeps the previous snapshot per device and turns deltas into DeviceFigures."""
 
     def __init__(
         self,
-        paths: Sequence[str],
+        watched: WatchedPaths,
         read: Callable[[], str] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        resolver: Callable[[], Resolver] = Resolver.live,
     ) -> None:
-        self.paths = list(paths)
+        super().__init__()
+        self.watched = watched
         self._read = read or ProcFile(diskstats.PATH)
         self._clock = clock
-        self._resolver = resolver
-        self.resolutions: list[Resolution] = []
-        self.devices: dict[str, list[str]] = {}  # kernel name -> watched paths on it
         self._prev: dict[str, DiskCounters] = {}
         self._prev_t: float | None = None
         self._resolved_at = 0.0
-        self._pending: list[str] = []  # warnings from start(), reported with the first record
 
     # --- Collector protocol ---------------------------------------------------------
     def start(self) -> None:
-        self._resolve()
+        self._resolved_at = self._clock()
+        if not self.watched.resolved:  # `diskinfo watch` resolved it already
+            self._resolve()
         snap, errors = self._snapshot()
-        self._pending.extend(errors)
+        for error in errors:
+            self.notes.later(error)
         if snap is not None:
-            self._prev = {n: c for n, c in snap.items() if n in self.devices}
+            self._prev = {n: c for n, c in snap.items() if n in self.watched.devices}
             self._prev_t = self._clock()
 
     def fill(self, record: IntervalRecord) -> None:
-        record.warnings.extend(self._pending)
-        self._pending.clear()
+        self.notes.flush(record)
         snap, errors = self._snapshot()
         now = self._clock()
         record.warnings.extend(errors)
         if snap is None:
             return  # unreadable this time: keep the old baseline, the next delta spans both
         dt = now - self._prev_t if self._prev_t is not None else 0.0
-        missing = [name for name in self.devices if name not in snap]
+        devices = self.watched.devices
+        missing = [name for name in devices if name not in snap]
         if missing and now - self._resolved_at >= RERESOLVE_S:
-            self._resolve()
-            missing = [name for name in self.devices if name not in snap]
+            self._resolved_at = self._clock()
+            self._resolve()  # its warnings go with the next record
+            devices = self.watched.devices
+            missing = [name for name in devices if name not in snap]
         for name in missing:
             record.warnings.append(f"disk: {name} is not in /proc/diskstats (removed?)")
             self._prev.pop(name, None)
-        for name, paths in self.devices.items():
+        for name, paths in devices.items():
             cur = snap.get(name)
             if cur is None:
                 continue
@@ -91,42 +91,22 @@ class DiskCollector:
             record.devices.append(fig)
         self._prev_t = now
 
-    def stop(self) -> None:
-        pass
-
     # --- helpers ----------------------------------------------------------------------
     def _snapshot(self) -> tuple[dict[str, DiskCounters] | None, list[str]]:
         try:
             text = self._read()
         except OSError as exc:
             return None, [f"disk: cannot read {diskstats.PATH}: {exc.strerror or exc}"]
-        devices, errors = diskstats.parse(text, self.devices.keys() if self.devices else None)
+        names = self.watched.devices.keys() or None
+        snap, errors = diskstats.parse(text, names)
         if not errors:
-            return devices, []
+            return snap, []
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return devices, [f"disk: malformed line skipped: {errors[0]}{more}"]
+        return snap, [f"disk: malformed line skipped: {errors[0]}{more}"]
 
     def _resolve(self) -> None:
-        self._resolved_at = self._clock()
-        try:
-            resolver = self._resolver()
-        except UserError as exc:
-            self._pending.append(f"disk: {exc}")
-            return
-        resolutions: list[Resolution] = []
-        devices: dict[str, list[str]] = {}
-        for path in self.paths:
-            try:
-                res = resolver.resolve(path)
-            except UserError as exc:
-                self._pending.append(f"disk: {path}: {exc}")
-                continue
-            resolutions.append(res)
-            for name in res.watch_devices:
-                devices.setdefault(name, []).append(path)
-        self.resolutions = resolutions
-        if devices or not self.devices:
-            self.devices = devices
+        for warning in self.watched.resolve():
+            self.notes.later(f"disk: {warning}")
 
 
 def counters_of(c: DiskCounters) -> dict[str, int]:

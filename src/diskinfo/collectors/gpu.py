@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from diskinfo.collectors import BaseCollector
 from diskinfo.record import GpuFigures, IntervalRecord
 from diskinfo.sources.nvml import GpuSample, Nvml
 
@@ -66,7 +67,7 @@ def summarise(index: int, name: str, samples: Sequence[GpuSample]) -> GpuFigures
     return fig
 
 
-class GpuCollector:
+class GpuCollector(BaseCollector):
     """Owns the sampler thread; `fill` hands the interval's samples to `summarise`."""
 
     def __init__(
@@ -74,11 +75,11 @@ class GpuCollector:
         hz: float = SAMPLE_HZ,
         open_source: Callable[[], tuple[Nvml | None, str]] = Nvml.open,
     ) -> None:
+        super().__init__()
         self.period = 1.0 / hz
         self._open = open_source
         self._nvml: Nvml | None = None
         self._reason = ""
-        self._said = False
         self._lock = threading.Lock()
         self._samples: list[list[GpuSample]] = []
         self._errors: list[str] = []
@@ -119,9 +120,8 @@ class GpuCollector:
 
     def fill(self, record: IntervalRecord) -> None:
         if self._nvml is None:
-            if not self._said:
-                record.warnings.append(f"gpu: no GPU figures ({self._reason}); carrying on")
-                self._said = True
+            self.notes.once(f"gpu: no GPU figures ({self._reason}); carrying on")
+            self.notes.flush(record)
             record.gpus = None
             return
         with self._lock:

@@ -1,4 +1,5 @@
-"""Host figures: CPU busy and iowait from /proc/stat deltas, page cache vs. dataset size, /dev/shm.
+"""Host figures: CPU busy and iowait from /proc/stat deltas, the container's own cgroup CPU,
+page cache vs. dataset size, /dev/shm.
 
 Parsers take the file's text; only `HostCollector` opens files. The dataset size is measured
 once in a background thread (a walk over millions of files must not delay a sample) and
@@ -13,115 +14,26 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from diskinfo.record import HostFigures, IntervalRecord
+from diskinfo.sources import ParseError, cgroup, mountinfo
+from diskinfo.sources.cgroup_cpu import (
+    CpuLocation,
+    CpuSample,
+    locate_cpu,
+    read_quota,
+    read_sample,
+)
+from diskinfo.sources.meminfo import MEMINFO_KEYS, memory_figures, parse_meminfo
 from diskinfo.sources.procfile import ProcFile
+from diskinfo.sources.procstat import CpuTimes, cpu_percent, parse_proc_stat
 
 DATASET_REFRESH_S = 3600.0
 DATASET_MAX_ENTRIES = 2_000_000  # stop walking here; the size is then a lower bound
+# the cgroup's CPU quota, this process's cpuset and /dev/shm's size change rarely (docker
+# update, a remount): read this often, not every sample, where each read is a system call
+SETTINGS_S = 10.0
 SHM_PATH = "/dev/shm"
-
-
-@dataclass(frozen=True)
-class CpuTimes:
-    """Aggregate `cpu` line of /proc/stat, in clock ticks (guest time is inside user/nice)."""
-
-    user: int
-    nice: int
-    system: int
-    idle: int
-    iowait: int
-    irq: int
-    softirq: int
-    steal: int
-
-    @property
-    def total(self) -> int:
-        return (
-            self.user
-            + self.nice
-            + self.system
-            + self.idle
-            + self.iowait
-            + self.irq
-            + self.softirq
-            + self.steal
-        )
-
-
-def parse_proc_stat(text: str) -> tuple[CpuTimes, int]:
-    """(aggregate CPU times, number of per-CPU lines). ValueError if there is no `cpu` line."""
-    total: CpuTimes | None = None
-    count = 0
-    for line in text.splitlines():
-        parts = line.split()
-        if not parts or not parts[0].startswith("cpu"):
-            continue
-        if parts[0] == "cpu":
-            try:
-                values = [int(v) for v in parts[1:9]]
-            except ValueError:
-                raise ValueError(f"bad cpu line in /proc/stat: {line!r}") from None
-            values += [0] * (8 - len(values))  # old kernels lack steal
-            if len(parts) < 5:
-                raise ValueError(f"short cpu line in /proc/stat: {line!r}")
-            total = CpuTimes(*values)
-        elif parts[0][3:].isdigit():
-            count += 1
-    if total is None:
-        raise ValueError("no cpu line in /proc/stat")
-    return total, count
-
-
-def cpu_percent(prev: CpuTimes, cur: CpuTimes) -> tuple[float, float]:
-    """(busy %, iowait %) of all cores between two readings; (0, 0) when counters did not move
-    forward (a counter that went down is treated as no time, never as negative time)."""
-    deltas = [max(0, c - p) for p, c in zip(_fields(prev), _fields(cur), strict=True)]
-    total = sum(deltas)
-    if total <= 0:
-        return 0.0, 0.0
-    d = CpuTimes(*deltas)
-    busy = total - d.idle - d.iowait
-    return min(100.0, 100.0 * busy / total), min(100.0, 100.0 * d.iowait / total)
-
-
-def _fields(t: CpuTimes) -> tuple[int, ...]:
-    return (t.user, t.nice, t.system, t.idle, t.iowait, t.irq, t.softirq, t.steal)
-
-
-MEMINFO_KEYS = frozenset({"MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Shmem"})
-
-
-def parse_meminfo(text: str, keys: frozenset[str] | None = None) -> dict[str, int]:
-    """Values in kB by key ("MemTotal", "Cached", ...); malformed lines are skipped. With
-    `keys`, parsing stops once all of them are found (Shmem is a third of the way down)."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        key = key.strip()
-        if keys is not None and key not in keys:
-            continue
-        parts = rest.split()
-        if parts:
-            try:
-                out[key] = int(parts[0])
-            except ValueError:
-                continue
-            if keys is not None and len(out) == len(keys):
-                break
-    return out
-
-
-def memory_figures(meminfo: dict[str, int]) -> tuple[float, float, float]:
-    """(page cache MB, total MB, available MB). Page cache is file-backed: Cached + Buffers
-    minus Shmem (tmpfs and /dev/shm pages are counted in Cached but are no file cache)."""
-    cached = meminfo.get("Cached", 0) + meminfo.get("Buffers", 0) - meminfo.get("Shmem", 0)
-    return (
-        max(0, cached) / 1024.0,
-        meminfo.get("MemTotal", 0) / 1024.0,
-        meminfo.get("MemAvailable", meminfo.get("MemFree", 0)) / 1024.0,
-    )
 
 
 def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> tuple[int, bool]:
@@ -184,12 +96,56 @@ def shm_size_mb(path: str = SHM_PATH) -> float | None:
     return st.f_blocks * st.f_frsize / 2**20
 
 
+def own_cpu_location() -> CpuLocation | None:
+    """This process's cgroup CPU directories, from /proc/self (None where none is mounted)."""
+    memberships = cgroup.parse_proc_cgroup(cgroup.read(cgroup.PROC_CGROUP))
+    mounts, _errors = mountinfo.parse(mountinfo.read())
+    return locate_cpu(memberships, mounts)
+
+
+def cpuset_cores(host_cores: int) -> int:
+    """Cores this process may run on (its affinity: the cgroup's cpuset), else the host's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return host_cores
+
+
+def allowed_cores(quota: float | None, cpuset: int, host_cores: int) -> float:
+    """Cores the cgroup may use: its quota, its cpuset, the host."""
+    cores = float(min(c for c in (cpuset, host_cores) if c > 0) if host_cores else cpuset)
+    return min(quota, cores) if quota else cores
+
+
+def cgroup_figures(
+    fig: HostFigures, prev: CpuSample, cur: CpuSample, elapsed: float, path: str, cpuset: int
+) -> None:
+    """Fill the cgroup CPU figures of `fig` from two samples `elapsed` seconds apart."""
+    if elapsed <= 0:
+        return
+    cores = max(0.0, cur.usage_s - prev.usage_s) / elapsed
+    allowed = allowed_cores(cur.quota_cores, cpuset, fig.cpu_count)
+    periods = cur.periods - prev.periods
+    fig.cgroup_cpu_cores = cores
+    fig.cgroup_cpu_allowed = allowed
+    fig.cgroup_cpu_busy = min(100.0, 100.0 * cores / allowed) if allowed > 0 else None
+    fig.cgroup_cpu_quota = cur.quota_cores
+    fig.cgroup_cpu_throttled = (  # periods are counted only under a quota, in both samples
+        max(0, cur.throttled - prev.throttled) / periods
+        if periods > 0 and prev.quota_cores is not None
+        else None
+    )
+    fig.cgroup_path = path
+
+
 class HostCollector:
     def __init__(
         self,
         data_paths: Sequence[str] = (),
         read: Callable[[str], str] | None = None,
         shm_path: str = SHM_PATH,
+        cpu_location: Callable[[], CpuLocation | None] | None = own_cpu_location,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.data_paths = list(data_paths)
         files = {path: ProcFile(path) for path in ("/proc/stat", "/proc/meminfo")}
@@ -201,8 +157,47 @@ class HostCollector:
         self._dataset_at = -DATASET_REFRESH_S
         self._walking = False
         self._lock = threading.Lock()
+        self._cpu_location = cpu_location
+        self._where: CpuLocation | None = None
+        self._cg_prev: tuple[float, CpuSample] | None = None
+        self._clock = clock
+        self._cg_error: str | None = None
+        self._settings_at = float("-inf")
+        self._quota: float | None = None
+        self._cpuset = 0
+        self._shm_mb: float | None = None
+
+    def _read_settings(self) -> None:
+        """Quota, cpuset and /dev/shm's size: every SETTINGS_S."""
+        now = self._clock()
+        if now - self._settings_at < SETTINGS_S:
+            return
+        self._settings_at = now
+        self._cpuset = cpuset_cores(self._count)
+        self._shm_mb = shm_size_mb(self._shm_path)
+        if self._where is not None:
+            try:
+                self._quota = read_quota(self._where)
+            except (OSError, ParseError) as exc:
+                self._cg_error = f"host: cgroup CPU quota ({self._where.quota_dir}): {exc}"
+
+    def _cgroup_sample(self) -> tuple[float, CpuSample] | None:
+        if self._where is None:
+            return None
+        try:
+            return self._clock(), read_sample(self._where, self._quota)
+        except (OSError, ParseError) as exc:
+            self._cg_error = f"host: cgroup CPU ({self._where.usage_dir}): {exc}"
+            return None
 
     def start(self) -> None:
+        if self._cpu_location is not None:
+            try:
+                self._where = self._cpu_location()
+            except (OSError, ParseError):
+                self._where = None
+        self._read_settings()
+        self._cg_prev = self._cgroup_sample()
         try:
             self._prev, count = parse_proc_stat(self._read("/proc/stat"))
             self._count = count or self._count
@@ -250,7 +245,22 @@ class HostCollector:
             record.warnings.append(f"host: /proc/meminfo: {exc}")
         with self._lock:
             fig.dataset_mb = self._dataset_mb
-        fig.shm_total_mb = shm_size_mb(self._shm_path)
+        self._read_settings()
+        fig.shm_total_mb = self._shm_mb
+        cur = self._cgroup_sample()
+        if cur is not None and self._cg_prev is not None and self._where is not None:
+            cgroup_figures(
+                fig,
+                self._cg_prev[1],
+                cur[1],
+                cur[0] - self._cg_prev[0],
+                self._where.path,
+                self._cpuset,
+            )
+        if self._cg_error is not None:
+            record.warnings.append(self._cg_error)  # said once: the location is dropped
+            self._where, self._cg_error, cur = None, None, None
+        self._cg_prev = cur
         record.cpu = fig
         self._maybe_measure_dataset()
 

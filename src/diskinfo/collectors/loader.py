@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from diskinfo import loader_state
+from diskinfo.collectors import BaseCollector
 from diskinfo.loader_state import LoaderCounters
 from diskinfo.record import IntervalRecord, LoaderFigures
 
@@ -30,12 +31,14 @@ def interval_figures(
         if prev is None or cur.batches < prev.batches or cur.wait_s < prev.wait_s - 1e-9:
             prev = LoaderCounters(pid=pid)
         d_batches = cur.batches - prev.batches
+        d_samples = max(0, cur.samples - prev.samples)
         d_wait = max(0.0, cur.wait_s - prev.wait_s)
         d_step = max(0.0, cur.step_s - prev.step_s)
         d_errors = max(0, cur.worker_errors - prev.worker_errors)
         if d_batches or d_wait > 0 or d_step > 0 or d_errors:
             active += 1
             fig.batches += d_batches
+            fig.samples += d_samples
             fig.wait_s += d_wait
             fig.step_s += d_step
             fig.worker_errors += d_errors
@@ -71,8 +74,9 @@ def live_states(
     return {pid: c for pid, c in states.items() if alive(pid) or previous.get(pid) != c}
 
 
-class LoaderCollector:
-    """Reads every `loader-<pid>.json` in the state directory once per interval."""
+class LoaderCollector(BaseCollector):
+    """Reads every `loader-<pid>.json` in the state directory once per interval (only those
+    that changed, and only when the directory did: `loader_state.StateReader`)."""
 
     def __init__(
         self,
@@ -80,9 +84,9 @@ class LoaderCollector:
         read: Callable[[Path], dict[int, LoaderCounters]] | None = None,
         alive: Callable[[int], bool] = pid_alive,
     ) -> None:
+        super().__init__()
         self.directory = directory if directory is not None else loader_state.state_dir()
-        cache: dict = {}
-        self._read = read or (lambda d: loader_state.read_states(d, cache))
+        self._read = read or loader_state.StateReader()
         self._alive = alive
         self._previous: dict[int, LoaderCounters] = {}
 
@@ -95,6 +99,3 @@ class LoaderCollector:
         current = live_states(everything, self._previous, self._alive)
         record.loader = interval_figures(self._previous, current, record.elapsed_s)
         self._previous = everything
-
-    def stop(self) -> None:
-        pass

@@ -5,19 +5,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from diskinfo import rates
+from diskinfo.collectors import BaseCollector, rates
 from diskinfo.record import IntervalRecord
 from diskinfo.sources import mountstats
 from diskinfo.sources.mountstats import NfsMount
 
 
-class NfsCollector:
+class NfsCollector(BaseCollector):
+    """Keeps the previous mountstats snapshot of the watched NFS mounts."""
+
     def __init__(
         self,
         mountpoints: Sequence[str],
         read: Callable[[], str] = mountstats.read,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__()
         self.mountpoints = list(dict.fromkeys(mountpoints))
         self._read = read
         self._clock = clock
@@ -63,6 +66,3 @@ class NfsCollector:
             record.nfs.append(fig)
         self._prev = snap
         self._prev_t = now
-
-    def stop(self) -> None:
-        pass

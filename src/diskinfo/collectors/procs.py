@@ -8,6 +8,7 @@ Rates are pure functions of two snapshots; only `ProcsCollector` talks to psutil
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from diskinfo import loader_state
+from diskinfo.collectors import BaseCollector
 from diskinfo.record import IntervalRecord, ProcessIO
 
 MAX_PROCESSES = 256
@@ -34,10 +36,21 @@ class ProcSnapshot:
     rchar: int
     cpu_s: float  # user + system seconds
     cmdline: str = ""
+    run_wait_s: float = 0.0  # seconds runnable but waiting for a CPU (/proc/PID/schedstat)
 
     @property
     def key(self) -> tuple[int, float]:
         return (self.pid, self.create_time)  # a reused PID is a different process
+
+
+def run_wait_s(pid: int) -> float:
+    """Seconds `pid` has waited on a run queue (/proc/PID/schedstat, second field, ns); 0
+    where the kernel has no schedstat."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def parse_pid_file(text: str) -> int:
@@ -90,23 +103,37 @@ def assign_roles(
     return roles
 
 
+YOUNG_INTERVALS = 3.0
+
+
 def process_rates(
     previous: Mapping[tuple[int, float], ProcSnapshot],
     current: Iterable[ProcSnapshot],
     roles: Mapping[int, str],
     elapsed_s: float,
+    now: float | None = None,
 ) -> list[ProcessIO]:
-    """Per-process read and CPU rates; a process new in this interval counts from its own
-    start only if it began during the interval, otherwise (first sight) its rate is 0."""
+    """Per-process read and CPU rates. A process first seen now that began at most
+    YOUNG_INTERVALS intervals ago (`now`: the wall clock of this reading) counts from its own
+    start: its reads over the interval (or its life, if longer), its CPU over its life
+    (DataLoader workers are reborn every epoch without persistent_workers); an older one
+    first seen now has no figure yet (0)."""
     out: list[ProcessIO] = []
     for cur in current:
         prev = previous.get(cur.key)
+        age = now - cur.create_time if now is not None else None
+        young = prev is None and age is not None and age <= YOUNG_INTERVALS * elapsed_s
+        if young:
+            prev = dataclasses.replace(cur, read_bytes=0, rchar=0, cpu_s=0.0, run_wait_s=0.0)
         io = ProcessIO(pid=cur.pid, name=cur.name, role=roles.get(cur.pid, "child"))
         io.read_bytes_total = cur.read_bytes
         if prev is not None and elapsed_s > 0:
-            io.read_mb_s = max(0, cur.read_bytes - prev.read_bytes) / 2**20 / elapsed_s
-            io.rchar_mb_s = max(0, cur.rchar - prev.rchar) / 2**20 / elapsed_s
-            io.cpu_percent = 100.0 * max(0.0, cur.cpu_s - prev.cpu_s) / elapsed_s
+            reads_s = max(elapsed_s, age or 0.0) if young else elapsed_s
+            cpu_s = max(0.1, age or 0.0) if young else elapsed_s
+            io.read_mb_s = max(0, cur.read_bytes - prev.read_bytes) / 2**20 / reads_s
+            io.rchar_mb_s = max(0, cur.rchar - prev.rchar) / 2**20 / reads_s
+            io.cpu_percent = 100.0 * max(0.0, cur.cpu_s - prev.cpu_s) / cpu_s
+            io.cpu_wait_percent = 100.0 * max(0.0, cur.run_wait_s - prev.run_wait_s) / cpu_s
         out.append(io)
     out.sort(key=lambda p: (ROLE_ORDER.get(p.role, 9), -p.read_mb_s, p.pid))
     return out
@@ -179,6 +206,7 @@ class TreeReader:
                             rchar=rchar,
                             cpu_s=cpu.user + cpu.system,
                             cmdline=static[1],
+                            run_wait_s=run_wait_s(proc.pid),
                         )
                     )
             except psutil.Error:
@@ -189,47 +217,40 @@ class TreeReader:
         return out
 
 
-class ProcsCollector:
+class ProcsCollector(BaseCollector):
+    """Rates of the training command's process tree, from `--pid-file`."""
+
     def __init__(self, pid_file: str | None, state_dir: Path | None = None) -> None:
+        super().__init__()
         self.pid_file = pid_file
         self.state_dir = state_dir if state_dir is not None else loader_state.state_dir()
         self._previous: dict[tuple[int, float], ProcSnapshot] = {}
-        self._said: set[str] = set()
         self._tree = TreeReader()
 
-    def _once(self, record: IntervalRecord, message: str) -> None:
-        if message not in self._said:
-            self._said.add(message)
-            record.warnings.append(message)
-
-    def _root(self, record: IntervalRecord) -> int | None:
+    def _root(self) -> int | None:
         assert self.pid_file is not None
         try:
             return parse_pid_file(Path(self.pid_file).read_text())
         except FileNotFoundError:
-            self._once(record, f"procs: no training PID in {self.pid_file} yet")
+            self.notes.once(f"procs: no training PID in {self.pid_file} yet")
         except (OSError, ValueError, IndexError) as exc:
-            self._once(record, f"procs: unreadable PID file {self.pid_file}: {exc}")
+            self.notes.once(f"procs: unreadable PID file {self.pid_file}: {exc}")
         return None
-
-    def start(self) -> None:
-        pass
 
     def fill(self, record: IntervalRecord) -> None:
         if self.pid_file is None:
             return
-        root = self._root(record)
+        root = self._root()
         if root is None:
+            self.notes.flush(record)
             self._previous = {}
             return
         tree = self._tree.read(root)
         if not tree:
-            self._once(record, f"procs: training PID {root} is not running")
+            self.notes.once(f"procs: training PID {root} is not running")
+            self.notes.flush(record)
             self._previous = {}
             return
         roles = assign_roles(tree, root, publishers(self.state_dir))
-        record.procs = process_rates(self._previous, tree, roles, record.elapsed_s)
+        record.procs = process_rates(self._previous, tree, roles, record.elapsed_s, time.time())
         self._previous = {p.key: p for p in tree}
-
-    def stop(self) -> None:
-        pass

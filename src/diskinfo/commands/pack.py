@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from diskinfo.pack import MANIFEST, human, pack, parse_size
+from diskinfo.pack import MANIFEST, pack
+from diskinfo.units import format_size, parse_size
 
 
 def run(args: argparse.Namespace) -> int:
@@ -13,8 +14,10 @@ def run(args: argparse.Namespace) -> int:
         manifest = pack(
             args.src,
             args.dest,
-            shard_size=parse_size(args.shard_size),
-            shuffle_seed=args.shuffle_seed,
+            shards=args.shards,
+            readers=args.readers,
+            shard_size=None if args.shard_size is None else parse_size(args.shard_size),
+            shuffle_seed=None if args.no_shuffle else args.shuffle_seed,
             force=args.force,
             progress=args.progress,
         )
@@ -26,9 +29,12 @@ def run(args: argparse.Namespace) -> int:
         return 130
     classes = f", {len(manifest['classes'])} classes" if manifest["classes"] else ""
     shards = manifest["shards"]
+    low, high = manifest["samples_per_shard"]
+    each = f"{low}" if low == high else f"{low}-{high}"
+    order = "shuffled" if manifest["shuffle_seed"] is not None else "in key order"
     print(
-        f"packed {manifest['samples']} samples{classes} into {len(shards)} shards "
-        f"({human(sum(s['bytes'] for s in shards))}) in {args.dest}; "
-        f"index: {args.dest.rstrip('/')}/{MANIFEST}"
+        f"packed {manifest['samples']} samples{classes}, {order}, into {len(shards)} shards of "
+        f"{each} samples ({format_size(sum(s['bytes'] for s in shards))}; "
+        f"{manifest['shard_rule']}) in {args.dest}; index: {args.dest.rstrip('/')}/{MANIFEST}"
     )
     return 0

@@ -4,16 +4,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from diskinfo.errors import UserError
-from diskinfo.report import load_run, plot, render, render_comparison, summarise
+from diskinfo.report import load_run, render, render_comparison, summarise
+from diskinfo.report.plot import NoMatplotlib, plot
 
 
 def default_png(runs: list[Path]) -> Path:
     """RUN.png next to RUN.jsonl; A-vs-B.png next to A for a comparison."""
     stem = "-vs-".join(p.name.removesuffix(".jsonl") for p in runs)
     return runs[0].with_name(stem + ".png")
+
+
+def _timeline(loaded: list, png: Path | None, asked: bool) -> Path | None:
+    """The PNG, or None. Without matplotlib the summary still stands: a note on stderr, unless
+    --png asked for the file by name (then a one-line error, after the summary)."""
+    if png is None:
+        return None
+    try:
+        return plot(loaded, png)
+    except NoMatplotlib as exc:
+        if asked:
+            raise
+        print(f"diskinfo: no timeline PNG: {exc}", file=sys.stderr)
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,13 +39,14 @@ def run(args: argparse.Namespace) -> int:
     loaded = [(str(p), load_run(p)) for p in paths]
     summaries = [summarise(records, name) for name, records in loaded]
     png = None if args.no_png else Path(args.png) if args.png else default_png(paths)
-    if png is not None:
-        plot(loaded, png)
     if args.json:
-        out = {"runs": [s.to_dict() for s in summaries], "png": str(png) if png else None}
+        written = _timeline(loaded, png, asked=bool(args.png))
+        out = {"runs": [s.to_dict() for s in summaries], "png": str(written) if written else None}
         print(json.dumps(out, indent=1))
         return 0
     print(render(summaries[0]) if len(summaries) == 1 else render_comparison(*summaries))
-    if png is not None:
-        print(f"timeline: {png}")
+    sys.stdout.flush()
+    written = _timeline(loaded, png, asked=bool(args.png))
+    if written is not None:
+        print(f"timeline: {written}")
     return 0

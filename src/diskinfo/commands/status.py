@@ -12,8 +12,8 @@ import os
 import urllib.error
 import urllib.request
 
+from diskinfo.analyse.pressure import LEVELS
 from diskinfo.errors import UserError
-from diskinfo.pressure import LEVELS
 from diskinfo.sinks.prometheus import DEFAULT_PORT
 
 EXIT_PRESSURE = 3

@@ -1,7 +1,7 @@
 """`diskinfo watch PATH...`: sample the storage behind the paths every interval.
 
-`build_monitor(args)` wires collectors, the analyser and sinks; other capabilities add
-theirs in the marked places with small edits, nothing else here needs to change.
+`build_monitor(args)` resolves the paths once into a `WatchedPaths`, hands it to the
+collectors that need it, and wires the analyser and the sinks.
 """
 
 from __future__ import annotations
@@ -10,19 +10,36 @@ import argparse
 import os
 import sys
 
+from diskinfo.analyse.baseline import BaselineCache
+from diskinfo.analyse.diagnoser import Diagnoser
+from diskinfo.collectors.cgroup import CgroupCollector
 from diskinfo.collectors.disk import DiskCollector
+from diskinfo.collectors.gpu import GpuCollector
+from diskinfo.collectors.host import HostCollector
+from diskinfo.collectors.loader import LoaderCollector
 from diskinfo.collectors.nfs import NfsCollector
+from diskinfo.collectors.procs import ProcsCollector
+from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.errors import UserError
-from diskinfo.monitor import Analyser, Collector, Monitor, Sink
-from diskinfo.resolve import Resolution, Resolver
+from diskinfo.monitor import Collector, Monitor, Sink
+from diskinfo.sinks.heartbeat import HeartbeatSink
 from diskinfo.sinks.jsonl import JsonlSink
+from diskinfo.sinks.logdir_lock import LogDirLock
 from diskinfo.sinks.textlog import TextLogSink
 
 
-def resolve_paths(paths: list[str]) -> list[Resolution]:
-    """Every path must exist (UserError, exit 2); what cannot be measured is said once."""
-    resolver = Resolver.live()
-    return [resolver.resolve(p) for p in paths]
+def watched_paths(paths: list[str]) -> WatchedPaths:
+    """Every path must exist (UserError, exit 2)."""
+    watched = WatchedPaths(paths)
+    watched.resolve(strict=True)
+    return watched
+
+
+def say_unmeasurable(watched: WatchedPaths) -> None:
+    """What cannot be measured is said once, at start."""
+    for res in watched.resolutions:
+        if not res.measurable or res.inferred:
+            print(f"diskinfo: {res.path}: {res.note}", file=sys.stderr)
 
 
 def build_monitor(args: argparse.Namespace) -> Monitor:
@@ -30,51 +47,39 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         raise UserError(f"--count must be at least 1, got {args.count}")
     if not args.interval > 0:  # cli.positive_float already refuses it; API callers too
         raise UserError(f"--interval must be greater than 0, got {args.interval}")
-    resolutions = resolve_paths(args.paths)
-    for res in resolutions:
-        if not res.measurable or res.inferred:
-            print(f"diskinfo: {res.path}: {res.note}", file=sys.stderr)
-
-    disk = DiskCollector(args.paths)
-    collectors: list[Collector] = [disk]
-    nfs = [r.mount.mountpoint for r in resolutions if r.kind == "nfs"]
+    watched = watched_paths(args.paths)
+    lock = LogDirLock(args.log_dir)  # before any output: a second monitor stops here
+    say_unmeasurable(watched)
+    collectors: list[Collector] = [DiskCollector(watched)]
+    nfs = watched.nfs_mountpoints()
     if nfs:
         collectors.append(NfsCollector(nfs))
-    # --- more collectors (GPU, host, process tree, data loader) are appended here ---
-    from diskinfo.collectors.cgroup import CgroupCollector
-    from diskinfo.collectors.gpu import GpuCollector
-    from diskinfo.collectors.host import HostCollector
-    from diskinfo.collectors.loader import LoaderCollector
-    from diskinfo.collectors.procs import ProcsCollector
-
     collectors += [
-        CgroupCollector(lambda: disk.devices),  # the container's own I/O on those devices
+        CgroupCollector(watched),  # the container's own I/O on those devices
         GpuCollector(),
-        HostCollector(args.paths),
-        ProcsCollector(getattr(args, "pid_file", None)),
+        HostCollector(watched.paths),
+        ProcsCollector(args.pid_file),
         LoaderCollector(),
     ]
 
-    analyser: Analyser | None = None
-    # --- the analyser (diagnose: verdict per interval) is set here ---
-    from diskinfo.baseline import BaselineCache
-    from diskinfo.diagnose import Diagnoser
-
-    analyser = Diagnoser(BaselineCache())
-
-    log_dir = args.log_dir
-    echo = getattr(args, "echo", "auto")
-    to_stdout = echo == "always" or (echo == "auto" and sys.stdout.isatty())
+    # --console verdicts is for `docker logs`: a few lines, printed unless --echo never
+    to_stdout = args.echo == "always" or (
+        args.echo == "auto" and (sys.stdout.isatty() or args.console == "verdicts")
+    )
     sinks: list[Sink] = [
-        TextLogSink(log_dir, echo=sys.stdout if to_stdout else None),
-        JsonlSink(log_dir),
+        TextLogSink(args.log_dir, echo=sys.stdout if to_stdout else None, console=args.console),
+        JsonlSink(args.log_dir),
+        HeartbeatSink(args.interval),
     ]
-    # --- more sinks (Prometheus /metrics and /status) are appended here ---
-    if getattr(args, "metrics_port", None):  # None or 0: off
+    if args.metrics_port:  # None or 0: off
+        # imported here: prometheus_client and the HTTP server cost start-up time and memory
+        # that a monitor without --metrics-port should not pay
         from diskinfo.sinks.prometheus import PrometheusSink
 
-        sinks.append(PrometheusSink(args.metrics_port, getattr(args, "metrics_addr", "127.0.0.1")))
+        sinks.append(PrometheusSink(args.metrics_port, args.metrics_addr))
+    sinks.append(lock)  # closed last, after the logs are flushed
 
+    analyser = Diagnoser(BaselineCache())
     return Monitor(args.interval, collectors, sinks, analyser=analyser, count=args.count)
 
 

@@ -1,19 +1,46 @@
 """An append-only log file rotated by size that never takes the monitor down with it.
 
-A full or read-only log directory must not stop sampling: the first failure prints one
-warning on stderr, later lines are dropped (and retried now and then) until writing works
-again, which is announced once too.
+A full or read-only log directory must not stop sampling: each kind of failure (no space,
+permission denied, ...) prints one line on stderr, which the image sends to `docker logs`;
+later lines are dropped (and retried now and then) until writing works again, which is
+announced once too. `rotate()` is the one rotation scheme, also used by docker/run/log-tee.py.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import sys
 import time
 from typing import TextIO
 
+from diskinfo.sinks.complaints import SayOnce, kind_of, warn
+
 RETRY_S = 30.0
+
+
+def rotate(path: str, backups: int) -> None:
+    """path -> path.1 -> ... -> path.N, the oldest dropped (supervisord's and logging's scheme);
+    with no backups the file is emptied in place."""
+    for i in range(backups - 1, 0, -1):
+        src = f"{path}.{i}"
+        if os.path.exists(src):
+            os.replace(src, f"{path}.{i + 1}")
+    if backups > 0:
+        os.replace(path, f"{path}.1")
+    else:
+        os.truncate(path, 0)
+
+
+def _reason(exc: Exception, path: str) -> str:
+    """The failure in words, with what the user needs to fix a permission problem."""
+    if not isinstance(exc, OSError) or not exc.strerror:
+        return str(exc)
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        with contextlib.suppress(OSError):
+            st = os.stat(path if os.path.exists(path) else os.path.dirname(path) or ".")
+            return f"{exc.strerror} (owner uid {st.st_uid}; the monitor runs as uid {os.getuid()})"
+    return exc.strerror
 
 
 class RotatingFile:
@@ -31,10 +58,11 @@ class RotatingFile:
         self._file: TextIO | None = None
         self._size = 0
         self._failed_at: float | None = None
+        self._say = SayOnce()  # failure kinds already reported in this outage
         self.dropped = 0
 
     def _warn(self, text: str) -> None:
-        print(f"diskinfo: warning: {text}", file=self._stderr or sys.stderr, flush=True)
+        warn(text, self._stderr)
 
     def _open(self) -> TextIO:
         if self._file is None:
@@ -57,14 +85,7 @@ class RotatingFile:
         if self._file is not None:
             self._file.close()
             self._file = None
-        for i in range(self.backups - 1, 0, -1):
-            src = f"{self.path}.{i}"
-            if os.path.exists(src):
-                os.replace(src, f"{self.path}.{i + 1}")
-        if self.backups > 0:
-            os.replace(self.path, f"{self.path}.1")
-        else:
-            os.truncate(self.path, 0)
+        rotate(self.path, self.backups)
 
     def write(self, text: str) -> bool:
         """Append text (whole lines); False if it was dropped because writing fails."""
@@ -82,15 +103,19 @@ class RotatingFile:
             self._size += len(text.encode("utf-8", "replace"))
         except (OSError, ValueError) as exc:
             self._close_quietly()
-            if self._failed_at is None:
-                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-                self._warn(f"cannot write {self.path}: {reason}; sampling goes on without it")
+            self._say(
+                kind_of(exc),
+                f"cannot write {self.path}: {_reason(exc, self.path)}; its lines are dropped "
+                "until writing works again, sampling goes on",
+                self._stderr,
+            )
             self._failed_at = now
             self.dropped += 1
             return False
         if self._failed_at is not None:
             self._warn(f"writing {self.path} again ({self.dropped} lines were dropped)")
             self._failed_at = None
+            self._say.reset()
             self.dropped = 0
         return True
 

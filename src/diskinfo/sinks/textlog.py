@@ -1,16 +1,24 @@
-"""diskinfo.log: one human line per device per interval (and stdout, for supervisord).
+"""diskinfo.log: one human line per device per interval, and the held verdict when it changes.
 
 2026-12-02T13:40:05Z [DiskIO] nvme0n1 /workspace/data: Read=512.30MB/s Write=0.00MB/s
 r/s=4098.4 w/s=0.0 r_await=0.41ms w_await=0.00ms aqu-sz=1.68 rareq-sz=128.0kB util=97.3%
+2026-12-02T13:40:05Z [Verdict] input-bound: disk: ... | try: ...
+
+The verdict is not repeated every interval: `[Verdict]` when the held verdict changes,
+`[Summary]` every DISKINFO_SUMMARY_INTERVAL seconds (default 300), `[Note]` once. With
+console="verdicts" only those lines (and warnings once each) go to the echo stream, each
+saying where the details are: what `docker logs` shows of the image's monitor.
 """
 
 from __future__ import annotations
 
+import collections
 import os
-import sys
+import re
 import time
 from typing import TextIO
 
+from diskinfo.analyse.thresholds import summary_interval_s
 from diskinfo.record import CgroupIO, DeviceFigures, IntervalRecord, NfsFigures
 from diskinfo.sinks.rotating import RotatingFile
 
@@ -67,7 +75,7 @@ def cgroup_line(fig: CgroupIO) -> str:
 
 
 def verdict_lines(record: IntervalRecord) -> list[str]:
-    """GPU, data loader and the interval's verdict with its top fix (docs/verdicts.md)."""
+    """GPU, processes and the data loader: per-interval figures behind the verdict."""
     out = [
         f"[GPU] {g.index} {g.name}: util mean={g.util_mean:.0f}% min={g.util_min:.0f}% "
         f"idle={g.idle_fraction * 100:.0f}% pulsing={g.pulsing:.2f} mem={g.mem_used_mb:.0f}MB "
@@ -92,11 +100,72 @@ def verdict_lines(record: IntervalRecord) -> list[str]:
             f"step time num_workers={ld.num_workers} worker-errors={ld.worker_errors}"
         )
     v = record.verdict
-    if v is not None:
-        fix = f" | try: {v.fixes[0]}" if v.fixes else ""
-        out.append(f"[Verdict] {v.verdict}: {v.summary}{fix}")
-        out += [f"[warning] {w}" for w in v.warnings]
+    if v is not None and v.interval_verdict and v.interval_verdict != v.verdict:
+        out.append(
+            f"[Interval] decided {v.interval_verdict} ({v.interval_cause}); held {v.verdict}"
+        )
     return out
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+class VerdictLog:
+    """The held verdict in words: on change, as a periodic summary, and once-only notes."""
+
+    def __init__(self, summary_s: float | None = None) -> None:
+        self.summary_s = summary_interval_s() if summary_s is None else summary_s
+        self.held: str | None = None
+        self.since_summary = 0.0
+        self.decided: collections.Counter[str] = collections.Counter()
+        self.shares: list[tuple[float, float]] = []  # (data-wait share, seconds)
+        self.warned: set[str] = set()
+
+    def lines(self, record: IntervalRecord) -> list[str]:
+        """(kind, line) lines for this record: kinds "verdict", "summary", "note", "warning"."""
+        v = record.verdict
+        if v is None:
+            return []
+        out = []
+        elapsed = record.elapsed_s
+        self.since_summary += elapsed
+        self.decided[v.interval_verdict or v.verdict] += 1
+        if v.input_share is not None:
+            self.shares.append((v.input_share, elapsed))
+        if v.verdict != self.held:
+            fix = f" | try: {v.fixes[0]}" if v.fixes else ""
+            was = f" (was {self.held})" if self.held is not None else ""
+            out.append(f"[Verdict] {v.verdict}: {v.summary}{was}{fix}")
+            self.held = v.verdict
+        elif self.since_summary >= self.summary_s:
+            out.append(self._summary(v.verdict, v.held_s, v.summary))
+        if out and out[-1].startswith("[Verdict]"):
+            self._reset()
+        out += [f"[Note] {n}" for n in v.notes]
+        out += [f"[warning] {w}" for w in v.warnings]
+        return out
+
+    def _summary(self, held: str, held_s: float, why: str) -> str:
+        total = sum(self.decided.values())
+        agree = self.decided[held] / total if total else 0.0
+        weight = sum(s for _, s in self.shares)
+        wait = (
+            f", data-wait {sum(x * s for x, s in self.shares) / weight * 100:.0f}% of step time"
+            if weight
+            else ""
+        )
+        line = (
+            f"[Summary] {held} for {_minutes(held_s)} ({agree * 100:.0f}% of the last "
+            f"{total} intervals decided it{wait}): {why}"
+        )
+        self._reset()
+        return line
+
+    def _reset(self) -> None:
+        self.since_summary = 0.0
+        self.decided.clear()
+        self.shares.clear()
 
 
 def lines(record: IntervalRecord) -> list[str]:
@@ -112,6 +181,9 @@ def lines(record: IntervalRecord) -> list[str]:
     return out
 
 
+CONSOLES = ("full", "verdicts")
+
+
 class TextLogSink:
     def __init__(
         self,
@@ -119,26 +191,49 @@ class TextLogSink:
         max_bytes: int = 20 * 2**20,
         backups: int = 5,
         echo: TextIO | None = None,
+        console: str = "full",
+        summary_s: float | None = None,
     ) -> None:
-        self.file = RotatingFile(os.path.join(log_dir, FILENAME), max_bytes, backups)
+        if console not in CONSOLES:
+            raise ValueError(f"console must be one of {', '.join(CONSOLES)}, got {console!r}")
+        self.path = os.path.join(log_dir, FILENAME)
+        self.file = RotatingFile(self.path, max_bytes, backups)
         self.echo = echo  # e.g. sys.stdout; None: file only
+        self.console = console
+        self.verdicts = VerdictLog(summary_s)
+        self._warned: set[str] = set()
+
+    def _console_lines(self, told: list[str], record: IntervalRecord) -> list[str]:
+        """What `--console verdicts` prints: the verdict lines, and each warning once (numbers
+        aside: "await 80 ms ... for 3.2 min" and "... for 3.4 min" are one warning)."""
+        out = []
+        for line in told + [f"[warning] {w}" for w in record.warnings]:
+            if line.startswith("[warning]"):
+                key = re.sub(r"[0-9.]+", "#", line)
+                if key in self._warned:
+                    continue
+                self._warned.add(key)
+            out.append(line)
+        where = os.path.abspath(self.path)
+        return [f"{line} (details: {where})" for line in out]
 
     def write(self, record: IntervalRecord) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.ts))
-        text = "".join(f"{stamp} {line}\n" for line in lines(record))
+        told = self.verdicts.lines(record)
+        text = "".join(f"{stamp} {line}\n" for line in lines(record) + told)
         if not text:
             return
         self.file.write(text)
-        if self.echo is not None:
-            try:
+        if self.echo is None:
+            return
+        if self.console == "verdicts":
+            text = "".join(f"{stamp} {line}\n" for line in self._console_lines(told, record))
+        try:
+            if text:
                 self.echo.write(text)
                 self.echo.flush()
-            except (OSError, ValueError):
-                self.echo = None  # stdout closed: keep logging to the file
+        except (OSError, ValueError):
+            self.echo = None  # stdout closed: keep logging to the file
 
     def close(self) -> None:
         self.file.close()
-
-
-def stdout_echo() -> TextIO:
-    return sys.stdout

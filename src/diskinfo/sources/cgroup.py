@@ -24,7 +24,7 @@ import posixpath
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from diskinfo.sources import ParseError
+from diskinfo.sources import ParseError, line_after
 from diskinfo.sources.mountinfo import Mount
 
 PROC_CGROUP = "/proc/self/cgroup"
@@ -105,9 +105,12 @@ def parse_io_stat(text: str, devnos: Collection[str] | None = None) -> dict[str,
     """v2 io.stat -> {majmin: {counter key: value}}; keys other than V2_KEYS (iocost, iolatency
     debug figures, some not integers) are skipped, and with `devnos` other devices' lines."""
     out: dict[str, dict[str, int]] = {}
+    watched = _prefixes(devnos)
     for line in text.split("\n"):
+        if watched is not None and not line.startswith(watched):
+            continue  # another device's line, skipped unparsed (the per-sample budget)
         parts = line.split()
-        if not parts or (devnos is not None and parts[0] not in devnos):
+        if not parts:
             continue
         devno = _devno(parts[0], "io.stat", line)
         values: dict[str, int] = {}
@@ -139,15 +142,35 @@ def parse_io_max(text: str) -> dict[str, dict[str, int | None]]:
     return out
 
 
+def pressure_avg10(text: str) -> dict[str, float]:
+    """Only `some_avg10` and `full_avg10` of a PSI file, looked up by `line_after` (what the
+    monitor uses, every sample); a bad value is a ParseError as in `parse_pressure`."""
+    out: dict[str, float] = {}
+    for kind in ("some", "full"):
+        line = line_after(text, f"{kind} ") or ""
+        value = next((tok[6:] for tok in line.split() if tok.startswith("avg10=")), None)
+        if value is None:
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not 0 <= number < float("inf"):
+            raise ParseError(f"pressure: bad avg10={value!r} in {kind} {line!r}")
+        out[f"{kind}_avg10"] = number
+    return out
+
+
 def parse_pressure(text: str) -> dict[str, float]:
-    """PSI -> {"some_avg10": .., "some_total": .., "full_avg10": .., ...} (percent, us)."""
+    """PSI -> {"some_avg10": .., "some_total": .., "full_avg10": .., ...} (percent, us).
+
+    Lines of a kind other than some/full are skipped unread, as a kernel may add kinds: one
+    new line must not cost the sample. A bad value on a some/full line is a ParseError."""
     out: dict[str, float] = {}
     for line in text.split("\n"):
         parts = line.split()
-        if not parts:
+        if not parts or parts[0] not in ("some", "full"):
             continue
-        if parts[0] not in ("some", "full"):
-            raise ParseError(f"pressure: expected some/full in {line!r}")
         for token in parts[1:]:
             key, eq, value = token.partition("=")
             try:
@@ -165,11 +188,15 @@ def parse_v1_stat(
 ) -> dict[str, dict[str, int]]:
     """v1 blkio.throttle.io_service_bytes / io_serviced -> {majmin: {read_<unit>: ..}}; `unit`
     is "bytes" or "ios". Sync/Async/Total and the closing `Total N` line are not kept. With
-    `devnos`, lines of other devices are skipped unparsed (the monitor's per-sample budget)."""
+    `devnos`, only those devices' lines are looked up (`_v1_watched`): the root cgroup lists
+    every device of the host, six lines each, and this runs every sample."""
+    if devnos is not None:
+        return _v1_watched(text, unit, devnos)
     out: dict[str, dict[str, int]] = {}
+    keys = {op: f"{name}_{unit}" for op, name in V1_OPS.items()}
     for line in text.split("\n"):
         parts = line.split()
-        if not parts or (devnos is not None and parts[0] not in devnos and parts[0] != "Total"):
+        if not parts:
             continue
         if len(parts) == 2 and parts[0] == "Total":
             _count(parts[1], "blkio", line)
@@ -177,13 +204,33 @@ def parse_v1_stat(
         if len(parts) != 3:
             raise ParseError(f"blkio: expected 'MAJ:MIN Op N' in {line!r}")
         devno = _devno(parts[0], "blkio", line)
-        value = _count(parts[2], "blkio", line)
         values = out.setdefault(devno, {})
-        if parts[1] in V1_OPS:
-            values[f"{V1_OPS[parts[1]]}_{unit}"] = value
+        key = keys.get(parts[1])
+        if key is not None:
+            values[key] = _count(parts[2], "blkio", line)
         elif parts[1] not in ("Sync", "Async", "Total"):
             raise ParseError(f"blkio: unknown operation in {line!r}")
     return out
+
+
+def _v1_watched(text: str, unit: str, devnos: Collection[str]) -> dict[str, dict[str, int]]:
+    """Each watched device's Read, Write and Discard lines, found by `line_after`; the rest of
+    the file is never split."""
+    out: dict[str, dict[str, int]] = {}
+    for devno in devnos:
+        values: dict[str, int] = {}
+        for op, name in V1_OPS.items():
+            number = line_after(text, f"{devno} {op} ")
+            if number is not None:
+                values[f"{name}_{unit}"] = _count(number.strip(), "blkio", f"{devno} {op} {number}")
+        if values:
+            out[devno] = values
+    return out
+
+
+def _prefixes(devnos: Collection[str] | None) -> tuple[str, ...] | None:
+    """Line starts of the given devices ("8:0 "), for str.startswith."""
+    return None if devnos is None else tuple(f"{d} " for d in devnos)
 
 
 def parse_v1_limit(text: str) -> dict[str, int]:

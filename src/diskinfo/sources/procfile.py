@@ -1,9 +1,10 @@
 """A /proc file kept open and re-read from offset 0 on every sample.
 
 Opening a text file costs open, fstat, ioctl, lseek, read and close plus a new TextIOWrapper;
-`pread` on a kept descriptor costs two syscalls (a read and the empty read that ends it). The
-monitor reads several /proc files every interval on a budget of about a millisecond, so this
-is where that budget is kept. /proc's seq_files regenerate their text for each read from 0.
+`pread` on a kept descriptor costs one syscall. The monitor reads several /proc files every
+interval on a budget of less than a millisecond, so this is where that budget is kept.
+/proc's and sysfs's seq_files regenerate their text for each read from 0, and fill the buffer
+they are given unless the text ends: a read shorter than asked for is the end.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ class ProcFile:
         try:
             while chunk := os.pread(self._fd, CHUNK, offset):
                 chunks.append(chunk)
+                if len(chunk) < CHUNK:
+                    break
                 offset += len(chunk)
         except OSError:
             self.close()
             raise
-        return b"".join(chunks).decode(self.encoding, "replace")
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return data.decode(self.encoding, "replace")
 
     def __call__(self) -> str:
         return self.read()

@@ -1,0 +1,461 @@
+"""Are the verdicts right? A matrix of real workloads under the real monitor, scored.
+
+    sudo .venv/bin/python -m benchmarks.verdicts                    # every row (~14 min)
+    sudo .venv/bin/python -m benchmarks.verdicts --rows small-cold,iops-cap --seconds 30
+
+(from the repository's root, as root, on an otherwise quiet machine; rows can be run in chunks:
+the results of each chunk are merged into the same files)
+
+The dataset lives on its own ext4 loop device (direct I/O to the backing file, so dropping
+the page cache makes it cold), measured once with `diskinfo bench` for the baseline. A cgroup
+(v1 cpu, cpuacct and blkio) stands in for the container: the monitor (`diskinfo watch`, 2 s
+intervals, --pid-file on the trainer) and the trainer (benchmarks/verdicts_train.py, a real
+DataLoader over real files) run in it; the IOPS and bandwidth rows cap its reads with blkio
+throttling. Each row runs WARMUP_S + the steady seconds after the loop's first batch.
+
+Scored from the monitor's JSONL, on the *held* verdict a user reads: the share of steady
+intervals (after the warm-up) with the expected verdict and cause, held-verdict changes per
+steady minute, and seconds from the onset (the interval of the first batch, or of the
+trainer's start without loop figures) to the first right verdict. Targets: >= 95% right,
+<= 1 change/min, first right within two intervals. Writes benchmarks/results/verdicts.md and
+benchmarks/results/verdicts.json (with the machine it ran on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.helpers.cgroups import CONTROLLERS, HOG, enter
+from tests.helpers.cgroups import ROOT as CG
+from tests.helpers.cgroups import group as cgroup
+from tests.helpers.loopdev import mounted
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results"
+WORK = Path("/var/tmp/diskinfo-verdicts-bench")
+INTERVAL_S = 2.0
+WARMUP_S = 10.0
+SMALL_FILES = 12000  # 60 kB each, 10 class folders: ~700 MiB
+SMALL_KB = 60
+LARGE_FILES = 4  # 256 MiB each
+LARGE_MB = 256
+IOPS_CAP = 300
+BPS_CAP = 20 * 2**20
+
+
+CPU_CAUSES = ("cpu-saturated", "few-workers", "no-workers", "cpu-unexplained")
+
+
+@dataclass
+class Row:
+    name: str
+    workload: str
+    verdict: str
+    causes: tuple[str, ...]
+    args: list[str] = field(default_factory=list)  # verdicts_train arguments
+    baseline: bool = True
+    iops: int = 0
+    bps: int = 0
+    train: bool = True
+    hog_elsewhere: bool = False
+
+
+ROWS = [
+    Row("compute", "samples in RAM, a real conv model per batch, num_workers 0",
+        "compute-bound", ("step",), ["--preload", "--step", "heavy", "--workers", "0"]),
+    Row("small-cold", "12,000 files of 60 kB, cold cache, 2 workers, near-free step, "
+        "no stored baseline", "input-bound: small-file random reads", ("small-files",),
+        ["--cold", "--workers", "2"], baseline=False),
+    Row("large-seq", "4 files of 256 MiB read in order in 4 MiB samples, cold, 2 workers",
+        "input-bound: disk", ("device-limit",), ["--large", "--cold", "--workers", "2"]),
+    Row("cpu-decode", "warm files, a CPU-heavy transform in 2 workers on 2 cores",
+        "input-bound: cpu", ("cpu-saturated",),
+        ["--transform", "heavy", "--workers", "2", "--preload"]),
+    Row("few-workers", "warm files, the heavy transform in 1 worker on 2 cores",
+        "input-bound: cpu", ("few-workers",),
+        ["--transform", "heavy", "--workers", "1", "--preload"]),
+    Row("iops-cap", f"small files, cold, reads capped at {IOPS_CAP} IOPS (blkio throttle)",
+        "input-bound: disk", ("cgroup-cap",), ["--cold", "--workers", "2"], iops=IOPS_CAP),
+    Row("bw-cap", f"large files, cold, reads capped at {BPS_CAP >> 20} MiB/s (blkio throttle)",
+        "input-bound: disk", ("cgroup-cap",), ["--large", "--cold", "--workers", "2"],
+        bps=BPS_CAP),
+    Row("warm-cache", "small files in the page cache (read once before), 2 workers, "
+        "near-free step", "input-bound: cpu", CPU_CAUSES,
+        ["--workers", "2", "--warm"]),
+    Row("no-wrapper", "small files, cold, 2 workers, the DataLoader not wrapped",
+        "unknown", ("starting", "not-wrapped"), ["--cold", "--workers", "2", "--no-wrap"]),
+    Row("no-training", "no training command; a CPU hog on every core in another cgroup",
+        "idle", ("no-training",), train=False, hog_elsewhere=True),
+]  # fmt: skip
+BY_NAME = {r.name: r for r in ROWS}
+
+
+def sh(*cmd: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+# --- the dataset on its own device ---
+
+
+def build_dataset(mnt: Path) -> None:
+    if (mnt / "done").exists():
+        return
+    rng = __import__("random").Random(0)
+    for c in range(10):
+        (mnt / "small" / str(c)).mkdir(parents=True, exist_ok=True)
+    for i in range(SMALL_FILES):
+        size = SMALL_KB * 1024 + rng.randint(-2048, 2048)
+        (mnt / "small" / str(i % 10) / f"{i:06d}.bin").write_bytes(os.urandom(size))
+    (mnt / "large").mkdir(exist_ok=True)
+    block = os.urandom(1 << 20)
+    for i in range(LARGE_FILES):
+        with open(mnt / "large" / f"part-{i}.bin", "wb") as h:
+            for _ in range(LARGE_MB):
+                h.write(block)
+    os.sync()
+    (mnt / "done").write_text("1\n")
+
+
+@contextlib.contextmanager
+def dataset_device() -> Iterator[tuple[Path, str]]:
+    """The loop device with the dataset (kept between chunks: built once), mounted."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    image = WORK / "disk.img"
+    fresh = not image.exists()
+    size_mb = 2600
+    if fresh:
+        with open(image, "wb") as h:
+            h.truncate(size_mb << 20)
+        sh("mkfs.ext4", "-q", "-F", str(image))
+    dev = sh("losetup", "--direct-io=on", "-f", "--show", str(image)).stdout.strip()
+    try:
+        with mounted(dev, str(WORK / "mnt")) as mnt:
+            build_dataset(Path(mnt))
+            yield Path(mnt), Path(dev).name
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def devno(name: str) -> str:
+    return Path(f"/sys/class/block/{name}/dev").read_text().strip()
+
+
+# --- the "container": a cgroup in cpu, cpuacct and blkio ---
+
+
+def set_caps(dirs: dict[str, Path], dev: str, iops: int, bps: int) -> None:
+    blkio = dirs["blkio"]
+    for key, value in (("read_iops", iops), ("read_bps", bps)):
+        (blkio / f"blkio.throttle.{key}_device").write_text(f"{devno(dev)} {value}\n")
+
+
+# --- one row ---
+
+
+def run_row(row: Row, mnt: Path, dev: str, dirs, other, seconds: float) -> dict:
+    out = WORK / "runs" / row.name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    pid_file, logs = out / "train.pid", out / "logs"
+    env = {
+        **os.environ,
+        "DISKINFO_STATE_DIR": str(out / "state"),
+        "DISKINFO_BASELINE": str(WORK / ("baseline.json" if row.baseline else "none.json")),
+        "PYTHONPATH": str(REPO),
+    }
+    set_caps(dirs, dev, row.iops, row.bps)
+    args = [a for a in row.args if a != "--warm"]
+    if "--warm" in row.args:  # the whole small tree read once: every later read is a hit
+        sh("sh", "-c", f"cat {mnt}/small/*/*.bin > /dev/null")
+    elif "--cold" in row.args:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    monitor = subprocess.Popen(
+        ["sh", "-c", enter(dirs) + f'exec {sys.executable} -m diskinfo.cli watch "$@"', "sh",
+         str(mnt), "--interval", str(INTERVAL_S), "--log-dir", str(logs), "--echo", "never",
+         "--pid-file", str(pid_file)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    procs: list[subprocess.Popen] = []
+    time.sleep(INTERVAL_S * 1.5)  # the monitor's first intervals: nothing running yet
+    started = time.time()
+    try:
+        if row.hog_elsewhere:
+            procs.append(
+                subprocess.Popen(
+                    ["sh", "-c", enter(other) + f'exec {sys.executable} -c "$HOG"'],
+                    env={**env, "HOG": HOG},
+                    start_new_session=True,
+                )
+            )
+        if row.train:
+            procs.append(
+                subprocess.Popen(
+                    [
+                        "sh",
+                        "-c",
+                        enter(dirs)  # the pid file first, as the image's run-train.sh does
+                        + f"echo $$ > {pid_file}; "
+                        + f'exec {sys.executable} -m benchmarks.verdicts_train "$@"',
+                        "sh",
+                        "--data",
+                        str(mnt),
+                        "--seconds",
+                        str(WARMUP_S + seconds + 15),
+                        "--pid-file",
+                        str(pid_file),
+                        *args,
+                    ],
+                    env=env,
+                    cwd=REPO,
+                    start_new_session=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        deadline = started + 90 + WARMUP_S + seconds
+        onset = None
+        while time.time() < deadline:
+            time.sleep(1.0)
+            if onset is None:
+                onset = onset_ts(logs, row, started)
+            elif time.time() >= onset + WARMUP_S + seconds + INTERVAL_S:
+                break
+            if row.train and procs[-1].poll() is not None:
+                break
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        monitor.send_signal(signal.SIGTERM)
+        _, err = monitor.communicate(timeout=30)
+        set_caps(dirs, dev, 0, 0)
+    records = [json.loads(line) for line in (logs / "diskinfo.jsonl").read_text().splitlines()]
+    shutil.copy(logs / "diskinfo.jsonl", RESULTS / "verdicts" / f"{row.name}.jsonl")
+    result = score(row, records, started, seconds)
+    result["monitor_rc"] = monitor.returncode
+    if monitor.returncode:
+        result["monitor_err"] = err[-500:]
+    return result
+
+
+def onset_ts(logs: Path, row: Row, started: float) -> float | None:
+    """Start of the interval with the first batch (without loop figures: of the first
+    interval that began after the trainer started)."""
+    path = logs / "diskinfo.jsonl"
+    if not path.exists():
+        return None
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        begin = r["ts"] - r["elapsed_s"]
+        uses_loop = row.train and "--no-wrap" not in row.args
+        if uses_loop and (r["loader"] or {}).get("batches", 0) > 0:
+            return begin
+        if not uses_loop and begin >= started:
+            return begin
+    return None
+
+
+def score(row: Row, records: list[dict], started: float, seconds: float) -> dict:
+    onset = None
+    for r in records:
+        begin = r["ts"] - r["elapsed_s"]
+        uses_loop = row.train and "--no-wrap" not in row.args
+        if (uses_loop and (r["loader"] or {}).get("batches", 0) > 0) or (
+            not uses_loop and begin >= started
+        ):
+            onset = begin
+            break
+    if onset is None:
+        return {"row": row.name, "error": "no onset: the loop never published a batch"}
+
+    def right(r: dict) -> bool:
+        v = r["verdict"] or {}
+        return v.get("verdict") == row.verdict and v.get("cause") in row.causes
+
+    after = [r for r in records if r["ts"] > onset]
+    steady = [r for r in after if r["ts"] - r["elapsed_s"] >= onset + WARMUP_S]
+    steady = [r for r in steady if r["ts"] <= onset + WARMUP_S + seconds + INTERVAL_S / 2]
+    first = next((r for r in after if right(r)), None)
+    changes = sum(
+        1
+        for a, b in itertools.pairwise(steady)
+        if a["verdict"]["verdict"] != b["verdict"]["verdict"]
+    )
+    minutes = sum(r["elapsed_s"] for r in steady) / 60
+    seen: dict[str, int] = {}
+    for r in steady:
+        key = f"{r['verdict']['verdict']} ({r['verdict']['cause']})"
+        seen[key] = seen.get(key, 0) + 1
+    own = sum(
+        1
+        for r in steady
+        if r["verdict"].get("interval_verdict") == row.verdict
+        and r["verdict"].get("interval_cause") in row.causes
+    )
+    last = steady[-1]["verdict"] if steady else {}
+    return {
+        "row": row.name,
+        "workload": row.workload,
+        "expected": f"{row.verdict} ({' or '.join(row.causes)})",
+        "steady_intervals": len(steady),
+        "right_share": sum(right(r) for r in steady) / len(steady) if steady else 0.0,
+        "interval_right_share": own / len(steady) if steady else 0.0,
+        "changes_per_min": changes / minutes if minutes else 0.0,
+        "first_right_s": (first["ts"] - onset) if first else None,
+        "held": seen,
+        "summary": last.get("summary", ""),
+        "top_fix": (last.get("fixes") or [""])[0],
+    }
+
+
+# --- results ---
+
+
+def machine(dev: str) -> dict:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    base = (
+        json.loads((WORK / "baseline.json").read_text())
+        if (WORK / "baseline.json").exists()
+        else {}
+    )
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "kernel": platform.release(),
+        "dataset_device": f"{dev}: ext4 on a loop device (direct I/O) backed by a file on the "
+        "root virtio disk, shared with other work",
+        "baseline": base,
+        "interval_s": INTERVAL_S,
+        "warmup_s": WARMUP_S,
+    }
+
+
+def render(data: dict) -> str:
+    m = data["machine"]
+    lines = [
+        "# Verdicts on a matrix of real workloads",
+        "",
+        "`sudo .venv/bin/python -m benchmarks.verdicts` (benchmarks/verdicts.py): each row runs "
+        "a real DataLoader over real files (benchmarks/verdicts_train.py) under the real "
+        f"monitor (`diskinfo watch`, {m['interval_s']:g} s intervals) in a cgroup standing in "
+        "for the container, and scores the monitor's JSONL: the *held* verdict (what a user "
+        "reads) against the expected verdict and cause, over the steady intervals after a "
+        f"{m['warmup_s']:g} s warm-up from the onset (the interval of the first batch).",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, Linux {m['kernel']}; "
+        f"data on {m['dataset_device']}.",
+        "",
+        "Targets per row: >= 95% of steady intervals right, <= 1 held-verdict change per "
+        "minute, first right verdict within two intervals "
+        f"({2 * m['interval_s']:g} s).",
+        "",
+        "| row | workload | expected | steady intervals | right (held) | right (interval's own) "
+        "| changes/min | first right | held verdicts seen (steady) | target met |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in [r.name for r in ROWS]:
+        r = data["rows"].get(name)
+        if r is None:
+            continue
+        if "error" in r:
+            lines.append(f"| {name} | | | | | | | | {r['error']} | no |")
+            continue
+        first = f"{r['first_right_s']:.0f} s" if r["first_right_s"] is not None else "never"
+        ok = (
+            r["right_share"] >= 0.95
+            and r["changes_per_min"] <= 1
+            and r["first_right_s"] is not None
+            and r["first_right_s"] <= 2 * m["interval_s"] + 0.5
+        )
+        held = ", ".join(f"{k}: {v}" for k, v in sorted(r["held"].items(), key=lambda x: -x[1]))
+        lines.append(
+            f"| {name} | {r['workload']} | `{r['expected']}` | {r['steady_intervals']} | "
+            f"{r['right_share'] * 100:.0f}% | {r['interval_right_share'] * 100:.0f}% | "
+            f"{r['changes_per_min']:.2f} | {first} | {held} | {'yes' if ok else 'no'} |"
+        )
+    lines += ["", "What the monitor said at the end of each row (summary | first fix):", ""]
+    for name in [r.name for r in ROWS]:
+        r = data["rows"].get(name)
+        if r and "summary" in r:
+            lines.append(f"- **{name}**: {r['summary']} | {r['top_fix'] or '(no fix)'}")
+    lines += [
+        "",
+        "Each row's JSONL is in benchmarks/results/verdicts/. Rows are run in chunks "
+        "(`--rows`) on a quiet machine; each chunk's date is in verdicts.json.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def baseline(mnt: Path) -> None:
+    store = WORK / "baseline.json"
+    if not store.exists():
+        sh(sys.executable, "-m", "diskinfo.cli", "bench", str(mnt), "--size", "512M",
+           "--seconds", "3", "--baseline", str(store))  # fmt: skip
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", default=",".join(BY_NAME), help="comma-separated row names")
+    p.add_argument("--seconds", type=float, default=60.0, help="steady seconds per row")
+    p.add_argument("--prepare", action="store_true", help="only build the dataset, then exit")
+    a = p.parse_args()
+    names = [n for n in a.rows.split(",") if n]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        print(f"verdicts: unknown row(s) {', '.join(unknown)}; rows: {', '.join(BY_NAME)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if os.geteuid() != 0 or not all((CG / c / "cgroup.procs").exists() for c in CONTROLLERS):
+        print("verdicts: needs root and cgroup v1 cpu, cpuacct and blkio", file=sys.stderr)
+        return 2
+    (RESULTS / "verdicts").mkdir(parents=True, exist_ok=True)
+    store = RESULTS / "verdicts.json"
+    data = json.loads(store.read_text()) if store.exists() else {"rows": {}}
+    if a.prepare:
+        with dataset_device() as (mnt, _dev):
+            print(f"verdicts: dataset ready under {mnt}", file=sys.stderr)
+        return 0
+    with (
+        dataset_device() as (mnt, dev),
+        cgroup("diskinfo-bench-ctr") as dirs,
+        cgroup("diskinfo-bench-other") as other,
+    ):
+        baseline(mnt)
+        data["machine"] = machine(dev)
+        for name in names:
+            print(f"verdicts: {name} ...", file=sys.stderr, flush=True)
+            result = run_row(BY_NAME[name], mnt, dev, dirs, other, a.seconds)
+            result["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            data["rows"][name] = result
+            print(json.dumps(result)[:400], file=sys.stderr, flush=True)
+            store.write_text(json.dumps(data, indent=1) + "\n")
+            (RESULTS / "verdicts.md").write_text(render(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Docker HEALTHCHECK: healthy only when every service this container started is RUNNING in
+# supervisord, the diskinfo monitor is still sampling (its heartbeat is younger than
+# 3 x interval + 10 s: a stopped or hung monitor is still "RUNNING") and, when enabled,
+# Jupyter answers on its /api.
+set -uo pipefail
+state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
+[ -r "$state/services" ] || { echo "starting"; exit 1; }
+status=$(supervisorctl -c /etc/pytorch-cuda/supervisord.conf status 2>&1)
+rc=0
+while read -r service; do
+  if ! grep -qE "^$service +RUNNING" <<<"$status"; then
+    echo "$service is not running: $(grep -E "^$service " <<<"$status")"
+    rc=1
+  fi
+done <"$state/services"
+
+# The heartbeat (src/diskinfo/sinks/heartbeat.py): touched by the monitor after each sample.
+# Its key=value lines give the monitor's own interval; the file is the monitor's (NB_USER's),
+# so it is read only when it is a plain file, and at most 4 KiB of it.
+heartbeat_age_check() {
+  local beat=${DISKINFO_STATE_DIR:-/run/diskinfo}/heartbeat interval pid age limit
+  if [ ! -f "$beat" ] || [ -L "$beat" ]; then
+    echo "diskinfo has not sampled yet (no heartbeat at $beat)"
+    return 1
+  fi
+  interval=$(head -c 4096 "$beat" | sed -n 's/^interval_s=//p' | head -n 1)
+  [[ $interval =~ ^[0-9]+(\.[0-9]+)?$ ]] || interval=${DISKINFO_INTERVAL:-5}
+  [[ $interval =~ ^[0-9]+(\.[0-9]+)?$ ]] || interval=5
+  pid=$(head -c 4096 "$beat" | sed -n 's/^pid=//p' | head -n 1)
+  age=$(($(date +%s) - $(stat -c %Y "$beat")))
+  limit=$(awk -v i="$interval" 'BEGIN { printf "%d", 3 * i + 10 }')
+  if [ "$age" -gt "$limit" ]; then
+    echo "diskinfo (pid ${pid:-?}) has not sampled for ${age} s (limit 3 x ${interval} s + 10 s = ${limit} s): stopped or hung"
+    return 1
+  fi
+}
+if grep -qx diskinfo "$state/services" && ! heartbeat_age_check; then
+  rc=1
+fi
+
+if grep -qx jupyter "$state/services" \
+  && ! curl -fsS -o /dev/null --max-time 3 "http://127.0.0.1:${JUPYTER_PORT:-8888}/api"; then
+  echo "jupyter does not answer on port ${JUPYTER_PORT:-8888}"
+  rc=1
+fi
+exit "$rc"

@@ -1,0 +1,92 @@
+"""Copy stdin to stdout and to a size-rotated log file, like `tee -a` with logrotate built in.
+
+The training command's output must reach both `docker logs` (our stdout, via supervisord) and
+/workspace/logs/train.log, rotated like every other log. Bytes are passed through unchanged
+and flushed per read, so progress bars and partial lines show up at once.
+
+It is also the only writer of every other log in /workspace/logs (sshd's, Jupyter's, the
+monitor's, supervisord's and the start-up's; see logged.sh): it always runs as NB_USER, so a
+symbolic link NB_USER planted there can never make root write through it. It ignores SIGINT,
+SIGTERM and SIGHUP (a Ctrl-C or a stop must not lose the program's last words) and ends when
+its input does.
+
+  log-tee.py [--no-stdout] [--max-bytes SIZE] [--backups N] PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+
+from diskinfo.errors import UserError
+from diskinfo.sinks.rotating import rotate  # the monitor's rotation: one scheme for every log
+from diskinfo.units import parse_size
+
+MAX_BYTES = os.environ.get("TRAIN_LOG_MAX_BYTES", "50M")
+BACKUPS = os.environ.get("TRAIN_LOG_BACKUPS", "5")
+
+
+def _open(path: str):
+    try:
+        return open(path, "ab", buffering=0)
+    except OSError as exc:
+        print(f"log-tee: cannot write {path}: {exc.strerror}", file=sys.stderr)
+        return None
+
+
+def tee(
+    src: int, out: int | None, path: str, max_bytes: int = 50 * 2**20, backups: int = 5
+) -> None:
+    """Copy src to out (None: nowhere) and to path until src ends."""
+    log = _open(path)
+    size = log.tell() if log else 0
+    warned = log is None
+    while chunk := os.read(src, 65536):
+        if out is not None:
+            with contextlib.suppress(OSError):  # nobody reads stdout: the file copy matters
+                os.write(out, chunk)
+        if log is None:
+            continue
+        try:
+            if max_bytes and size + len(chunk) > max_bytes and size > 0:
+                log.close()
+                rotate(path, backups)
+                log = _open(path)
+                size = 0
+                if log is None:
+                    warned = True
+                    continue
+            log.write(chunk)
+            size += len(chunk)
+        except OSError as exc:  # full or read-only disk: keep the program's stdout flowing
+            if not warned:
+                print(f"log-tee: cannot write {path}: {exc.strerror}", file=sys.stderr)
+                warned = True
+    if log is not None:
+        log.close()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="log-tee.py")
+    parser.add_argument("path")
+    parser.add_argument("--no-stdout", action="store_true", help="only the file")
+    parser.add_argument("--max-bytes", default=MAX_BYTES, help="rotate above this size (50M)")
+    parser.add_argument("--backups", default=BACKUPS, help="rotated copies kept (5)")
+    args = parser.parse_args(argv)
+    try:
+        max_bytes, backups = parse_size(args.max_bytes, minimum=0), int(args.backups)
+    except (UserError, ValueError):
+        print(f"log-tee: bad size {args.max_bytes!r} or count {args.backups!r}", file=sys.stderr)
+        max_bytes, backups = 50 * 2**20, 5  # still copy: the program's output matters most
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    out = None if args.no_stdout else sys.stdout.fileno()
+    tee(sys.stdin.fileno(), out, args.path, max_bytes, backups)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

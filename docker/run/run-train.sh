@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The training command, run as NB_USER in /workspace by supervisord. Its arguments come from
+# the NUL-separated file entrypoint.sh wrote, so they reach the program exactly as given to
+# `docker run` (no shell, no supervisord expansion). Output goes to /workspace/logs/train.log
+# (rotated, TRAIN_LOG_MAX_BYTES and TRAIN_LOG_BACKUPS) and to our stdout, which supervisord
+# sends to `docker logs`. Our PID is the root of the process tree the monitor watches; the
+# exit status is recorded for the container's exit.
+set -uo pipefail
+state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
+lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
+log=${LOG_DIR:-/workspace/logs}/train.log
+echo "$$" >"$state/train.pid"
+mapfile -d '' -t args <"$state/train.args"
+cd /workspace || exit 1
+
+# supervisord stops the whole process group (stopasgroup): the program gets SIGTERM directly.
+# We only note it; a handler (not an ignore) so the program keeps default signal handling.
+trap 'stopping=1' TERM INT HUP
+stopping=0
+
+fifo=$state/train/output.fifo
+rm -f "$fifo" && mkfifo -m 0600 "$fifo"
+# The tee must outlive the program's last words: it ignores the group's SIGTERM, ends on EOF.
+(trap '' TERM INT HUP && exec python3 "$lib/log-tee.py" "$log") <"$fifo" &
+tee_pid=$!
+
+# The program gets the -e secrets back (95-secrets.sh kept them out of every service's
+# environment); only its own subshell exports them, so the tee above never holds them.
+(
+  if [ -r "$state/user-secrets" ]; then
+    while IFS= read -r -d '' secret; do
+      [[ ${secret%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && export "${secret?}"
+    done <"$state/user-secrets"
+  fi
+  exec "${args[@]}"
+) >"$fifo" 2>&1 </dev/null
+code=$?
+# The tee ends when the last writer closes the pipe. A background process the program left
+# behind may hold it open for hours: give the tee 2 s to drain, then stop waiting for it.
+for _ in $(seq 20); do
+  kill -0 "$tee_pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "$tee_pid" 2>/dev/null || wait "$tee_pid" 2>/dev/null
+rm -f "$fifo"
+echo "$code" >"$state/train/exit"
+if [ "$stopping" = 1 ]; then echo "[run-train] stopped by signal, exit status $code" >&2; fi
+exit "$code"

@@ -1,0 +1,67 @@
+"""supervisord event listener: when the training command ends, end the container.
+
+supervisord has no notion of a "main" program, so this listener watches `train` and, unless
+KEEP_ALIVE=1, asks supervisord (PID 1) to shut down; supervisord-run.py then exits with the
+status run-train.sh recorded. Speaks supervisord's listener protocol on stdin/stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+
+import safe_paths  # beside this file in the image
+
+STATE = Path(os.environ.get("STARTUP_STATE_DIR", "/run/pytorch-cuda"))
+
+
+def parse(line: str) -> dict[str, str]:
+    """'a:1 b:2' -> {'a': '1', 'b': '2'} (headers and payloads look alike)."""
+    return dict(token.split(":", 1) for token in line.split())
+
+
+def log(msg: str) -> None:
+    print(f"train-exit-listener: {msg}", file=sys.stderr, flush=True)
+
+
+def handle(event: str, payload: dict[str, str], keep_alive: bool, state: Path = STATE) -> bool:
+    """True when supervisord should shut down now."""
+    if payload.get("processname") != "train":
+        return False
+    if event == "PROCESS_STATE_FATAL":
+        # train/ is NB_USER's and we are root: create only, never through a planted link
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(state / "train" / "exit", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, b"127\n")
+            os.close(fd)
+        log("the training command could not be started (see train.log)")
+    try:
+        code = safe_paths.read_small(str(state / "train" / "exit"), 64).decode().strip()
+    except (OSError, safe_paths.Refused, UnicodeDecodeError):
+        code = "unknown"
+    if keep_alive:
+        log(f"training exited with status {code}; KEEP_ALIVE=1 keeps the services up")
+        return False
+    log(f"training exited with status {code}; stopping the container")
+    return True
+
+
+def main() -> None:
+    keep_alive = os.environ.get("KEEP_ALIVE", "0") not in ("", "0", "false", "no")
+    while True:
+        sys.stdout.write("READY\n")
+        sys.stdout.flush()
+        header = parse(sys.stdin.readline())
+        payload = parse(sys.stdin.read(int(header["len"])).split("\n", 1)[0])
+        stop = handle(header["eventname"], payload, keep_alive)
+        sys.stdout.write("RESULT 2\nOK")
+        sys.stdout.flush()
+        if stop:
+            os.kill(1 if os.getppid() == 1 else os.getppid(), signal.SIGTERM)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,311 @@
+"""The start banner: what this container is running on, in the first lines of `docker logs`.
+
+Users lose hours to a wrong driver, a forgotten `--gpus all`, a 64 MB /dev/shm or a token they
+cannot find; the banner answers those before anything else starts, with a Jupyter URL and an
+ssh command to copy. Versions come from package metadata and NVML, not from importing torch, so
+the banner costs milliseconds at every start.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:  # in the image the validate_cuda package sits beside this file
+    from validate_cuda import drivers
+except ImportError:  # a checkout (tests load this file from docker/start/)
+    from scripts.validate_cuda import drivers
+
+version_tuple = drivers.version_tuple
+
+MIN_DRIVER = drivers.MIN_DRIVER["11.8"]  # the image's CUDA
+MIN_DRIVER_COMPAT = drivers.MIN_DRIVER_COMPAT
+SHM_MIN_MB = 1024
+NO_GPU = "no GPU visible: did you pass --gpus all?"
+
+
+@dataclass
+class Gpu:
+    index: int
+    name: str
+    memory_mb: int
+
+
+@dataclass
+class Service:
+    name: str
+    where: str  # "http://0.0.0.0:8888", "port 22", ...
+
+
+@dataclass
+class Facts:
+    """Everything the banner says, gathered once; rendering is a pure function of it."""
+
+    image_version: str = "unknown"
+    python: str = ""
+    torch: str | None = None
+    cuda: str | None = None  # CUDA version torch was built for; None for a CPU build
+    cudnn: str | None = None
+    nccl: str | None = None
+    driver: str | None = None
+    gpus: list[Gpu] = field(default_factory=list)
+    gpu_error: str = ""
+    shm_mb: int | None = None
+    shm_min_mb: int = SHM_MIN_MB
+    services: list[Service] = field(default_factory=list)
+    token_hint: str = ""
+    logs_dir: str = "/workspace/logs"
+    jupyter_url: str = ""  # http://127.0.0.1:PORT/lab?token=...; "" when Jupyter is off
+    ssh_command: str = ""  # ssh -p PORT user@HOST; "" when sshd is off
+    ssh_off_reason: str = ""
+    metrics_url: str = ""
+    baseline: str | None = None  # the baseline file when it exists, else None
+    baseline_path: str = ""
+    bench_path: str = "/workspace/data"
+
+
+def driver_warning(driver: str | None) -> str | None:
+    """A plain warning when the host driver is older than CUDA 11.8 needs, else None."""
+    if not driver or not version_tuple(driver):
+        return None
+    if version_tuple(driver) >= version_tuple(MIN_DRIVER):
+        return None
+    return (
+        f"WARNING: NVIDIA driver {driver} is older than {MIN_DRIVER}, the minimum for CUDA 11.8:"
+        f" update the host's driver (minor-version compatibility runs only some CUDA 11.x code,"
+        f" from {MIN_DRIVER_COMPAT})."
+    )
+
+
+def render(facts: Facts) -> list[str]:
+    """The banner's lines."""
+    torch = facts.torch or "not installed"
+    cuda = f"CUDA {facts.cuda}" if facts.cuda else "CPU build, no CUDA"
+    lines = [
+        f"==== pytorch-cuda-diskinfo {facts.image_version} ====",
+        f"Python     {facts.python}",
+        f"torch      {torch} ({cuda})",
+        f"CUDA       {facts.cuda or '-'}   cuDNN {facts.cudnn or '-'}   NCCL {facts.nccl or '-'}",
+    ]
+    if facts.gpus:
+        for gpu in facts.gpus:
+            lines.append(
+                f"GPU {gpu.index}      {gpu.name}, {gpu.memory_mb} MiB, driver {facts.driver}"
+            )
+    else:
+        detail = f" ({facts.gpu_error})" if facts.gpu_error else ""
+        lines.append(f"GPUs       {NO_GPU}{detail}")
+    warning = driver_warning(facts.driver)
+    if warning:
+        lines.append(warning)
+    if facts.shm_mb is None:
+        lines.append("/dev/shm   not mounted")
+    elif facts.shm_mb < facts.shm_min_mb:
+        lines.append(f"/dev/shm   {facts.shm_mb} MB: too small for DataLoader workers, see above")
+    else:
+        lines.append(f"/dev/shm   {facts.shm_mb} MB")
+    services = ", ".join(f"{s.name} ({s.where})" for s in facts.services) or "none"
+    lines.append(f"Services   {services}")
+    lines += access_lines(facts)
+    if facts.token_hint:
+        lines.append(f"Token      {facts.token_hint}")
+    lines.append(
+        "Verdicts   in docker logs when they change, and a summary every few minutes;"
+        f" every figure in {facts.logs_dir}/diskinfo.log"
+    )
+    if facts.baseline is None and facts.baseline_path:
+        lines.append(
+            f"Baseline   none for this disk yet: measure it once with"
+            f" `docker exec CONTAINER diskinfo bench {facts.bench_path}`"
+            f" (kept in {facts.baseline_path}; verdicts then compare reads with it)"
+        )
+    lines.append(
+        f"Logs       {facts.logs_dir}/: startup.log, supervisord.log, one <program>.log each"
+    )
+    return lines
+
+
+def access_lines(facts: Facts) -> list[str]:
+    """How to reach the services from the host, and the port caveat, said once."""
+    lines = []
+    if facts.jupyter_url:
+        lines.append(f"Jupyter    {facts.jupyter_url}")
+    if facts.ssh_command:
+        lines.append(f"SSH        {facts.ssh_command}")
+    elif facts.ssh_off_reason:
+        lines.append(f"SSH        off: {facts.ssh_off_reason}")
+    if facts.metrics_url:
+        lines.append(f"Metrics    {facts.metrics_url}")
+    if facts.jupyter_url or facts.ssh_command or facts.metrics_url:
+        lines.append(
+            "Ports      are the container's: use the host ports you published with -p"
+            " (PORT: the one for 22, e.g. 2222 in -p 2222:22); HOST: the docker host's name"
+        )
+    return lines
+
+
+def _dist_version(*names: str) -> str | None:
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _torch_cuda() -> str | None:
+    """torch.version.cuda, read from torch/version.py without importing torch."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "cuda" for t in targets):
+                try:
+                    value = ast.literal_eval(node.value) if node.value else None
+                except ValueError:
+                    return None
+                return value if isinstance(value, str) else None
+    return None
+
+
+def _gpus(facts: Facts) -> None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # no library, no device nodes, no driver: all mean "no GPU"
+        facts.gpu_error = str(exc) or type(exc).__name__
+        return
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        facts.driver = driver.decode() if isinstance(driver, bytes) else driver
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle).total // 2**20
+            name = name.decode() if isinstance(name, bytes) else name
+            facts.gpus.append(Gpu(index, name, int(memory)))
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _shm_mb(path: str = "/dev/shm") -> int | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_blocks * st.f_frsize // 2**20
+
+
+def _services(env: dict[str, str]) -> list[Service]:
+    """What entrypoint.sh decided to start, from the flags its init.d steps exported."""
+    services = []
+    if env.get("JUPYTER_ENABLE", "1") != "0":
+        services.append(Service("jupyter", f"port {env.get('JUPYTER_PORT', '8888')}"))
+    if env.get("SSHD_ENABLE", "1") != "0":
+        services.append(Service("sshd", f"port {env.get('SSH_PORT', '22')}"))
+    services.append(Service("diskinfo", f"metrics on port {env.get('METRICS_PORT', '9101')}"))
+    if env.get("TRAIN_ENABLE", "1") != "0":
+        services.append(Service("train", "your command"))
+    return services
+
+
+def _token_hint(env: dict[str, str], logs_dir: str) -> str:
+    """Where the token comes from; never the user's own token."""
+    if env.get("JUPYTER_ENABLE", "1") == "0":
+        return ""
+    if env.get("JUPYTER_TOKEN_FILE"):
+        return f"Jupyter token: in {env['JUPYTER_TOKEN_FILE']} (JUPYTER_TOKEN_FILE)"
+    if env.get("JUPYTER_TOKEN"):
+        return "Jupyter token: the JUPYTER_TOKEN you passed with -e"
+    return f"Jupyter token: random, in the URL above and printed once in {logs_dir}/jupyter.log"
+
+
+def jupyter_url(env: dict[str, str], random_token: str | None) -> str:
+    """An openable URL: with the token when it is this container's random one (which the
+    user cannot know otherwise), with a placeholder for the user's own."""
+    if env.get("JUPYTER_ENABLE", "1") == "0":
+        return ""
+    base = f"http://127.0.0.1:{env.get('JUPYTER_PORT', '8888')}/lab"
+    if env.get("JUPYTER_TOKEN_FILE") or env.get("JUPYTER_TOKEN") or not random_token:
+        return f"{base}?token=YOUR_TOKEN"
+    return f"{base}?token={random_token}"
+
+
+def _random_token(env: dict[str, str]) -> str | None:
+    """The random token 40-jupyter.sh wrote (the banner runs as root, after it)."""
+    if env.get("JUPYTER_TOKEN_FILE") or env.get("JUPYTER_TOKEN"):
+        return None
+    state = env.get("STARTUP_STATE_DIR")  # set by the image's ENV
+    if not state:
+        return None
+    try:
+        return (Path(state) / "jupyter-token").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def baseline_path(env: dict[str, str], logs_dir: str) -> str:
+    """Where `diskinfo bench` keeps the device baseline in the image (branch report's rule)."""
+    return env.get("DISKINFO_BASELINE") or f"{logs_dir}/diskinfo-baseline.json"
+
+
+def _existing(path: str) -> str | None:
+    try:
+        return path if Path(path).stat().st_size > 0 else None
+    except OSError:
+        return None
+
+
+def gather(env: dict[str, str]) -> Facts:
+    """Read the facts from this container: package metadata, NVML, /dev/shm, the environment."""
+    logs_dir = env.get("LOG_DIR", "/workspace/logs")
+    facts = Facts(
+        image_version=env.get("IMAGE_VERSION") or _dist_version("diskinfo") or "unknown",
+        python=f"{platform.python_version()} ({sys.executable})",
+        torch=_dist_version("torch"),
+        cuda=_torch_cuda(),
+        cudnn=_dist_version("nvidia-cudnn-cu11", "nvidia-cudnn-cu12"),
+        nccl=_dist_version("nvidia-nccl-cu11", "nvidia-nccl-cu12"),
+        shm_mb=_shm_mb(),
+        shm_min_mb=int(env.get("SHM_MIN_MB", SHM_MIN_MB)),
+        services=_services(env),
+        token_hint=_token_hint(env, logs_dir),
+        logs_dir=logs_dir,
+        jupyter_url=jupyter_url(env, _random_token(env)),
+        metrics_url=(
+            f"http://127.0.0.1:{env.get('METRICS_PORT', '9101')}/metrics"
+            if env.get("METRICS_PORT", "9101") not in ("", "0")
+            else ""
+        ),
+        baseline_path=baseline_path(env, logs_dir),
+    )
+    facts.baseline = _existing(facts.baseline_path)
+    if env.get("SSHD_ENABLE", "1") != "0":
+        facts.ssh_command = f"ssh -p PORT {env.get('NB_USER', 'jovyan')}@HOST"
+    else:
+        facts.ssh_off_reason = 'no public key: pass -e PUBLIC_KEY="$(cat ~/.ssh/id_ed25519.pub)"'
+    _gpus(facts)
+    return facts
+
+
+def main() -> int:
+    print("\n".join(render(gather(dict(os.environ)))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+# shellcheck shell=bash
+# One line format for every start-up step (docker-stacks' "LEVEL[time] message"), written to
+# `docker logs` and appended to $LOG_DIR/startup.log, so a start that went wrong can be read
+# afterwards from the mounted logs as well. Sourced first by entrypoint.sh.
+#
+# Root never opens a file by name in the logs directory: NB_USER can plant a symbolic link
+# there (to /etc/shadow, into init.d). Until 20-logs.sh has prepared the directory, lines wait
+# in root's $STARTUP_STATE_DIR/startup.log; startup_log_open then sends them, and every later
+# line, through a pipe to log-tee.py running as NB_USER. append_log does the same for one
+# message into another log (sshd.log, jupyter.log).
+# Reads: STARTUP_STATE_DIR, PYTORCH_CUDA_LIB (entrypoint.sh); later NB_UID, NB_GID, LOG_DIR.
+STARTUP_LOG_FD=
+
+# startup_log LEVEL MESSAGE...
+startup_log() {
+  local level=$1
+  shift
+  startup_log_text "${level}[$(date -u '+%Y-%m-%d %H:%M:%S')] $*"
+}
+
+# startup_log_text TEXT: TEXT as it is (the banner), to docker logs and startup.log.
+startup_log_text() {
+  printf '%s\n' "$1" >&2
+  if [ -n "$STARTUP_LOG_FD" ]; then
+    printf '%s\n' "$1" 1>&"$STARTUP_LOG_FD" 2>/dev/null || true
+  else
+    printf '%s\n' "$1" >>"$STARTUP_STATE_DIR/startup.log" 2>/dev/null || true
+  fi
+}
+
+# as_nb_user COMMAND...: COMMAND as NB_USER (for anything that touches NB_USER's files).
+as_nb_user() {
+  setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups "$@"
+}
+
+# startup_log_open: from now on, startup.log is written by NB_USER.
+startup_log_open() {
+  exec {STARTUP_LOG_FD}> >(exec setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups \
+    python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout --max-bytes 50M --backups 5 \
+    "$LOG_DIR/startup.log")
+  cat "$STARTUP_STATE_DIR/startup.log" 1>&"$STARTUP_LOG_FD" 2>/dev/null || true
+}
+
+# append_log NAME: stdin appended to $LOG_DIR/NAME.log, written as NB_USER.
+append_log() {
+  as_nb_user python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout --max-bytes 50M --backups 5 \
+    "$LOG_DIR/$1.log" || true
+}

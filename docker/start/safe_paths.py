@@ -1,0 +1,327 @@
+"""Root's file work in places the unprivileged user can write, without following their links.
+
+The start-up runs as root, and NB_USER (anyone holding the Jupyter token or an SSH key) can
+write /workspace and their home. A root step that opens, creates or chowns there *by name* can
+be redirected by a planted symlink or hard link to /etc/shadow or into init.d. So every such
+step here walks its path one component at a time with O_NOFOLLOW from a directory descriptor
+and acts on descriptors (openat, fchown); a link, a FIFO or a file with a second hard link is
+foreign: it is removed or refused, with one line saying so. Symbolic links are followed only
+where NB_USER cannot have made them (a root-owned link in a root-owned directory nobody else
+can write, such as /var/run).
+
+  safe_paths.py logs DIR UID GID     prepare the logs directory (and the project's log files)
+  safe_paths.py dir DIR UID GID      a directory owned by UID:GID (the monitor's state)
+  safe_paths.py home DIR UID GID     give UID:GID everything in a home directory
+  safe_paths.py read [--follow] [--max-bytes N] PATH   print a small regular file
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import stat
+import sys
+from collections.abc import Iterator
+
+# The files the image writes in LOG_DIR (and their rotated copies): these, and only these, are
+# handed to NB_USER when the logs directory comes from a run with another uid.
+PROJECT_LOG = re.compile(
+    r"(?:supervisord|sshd|jupyter|train|startup|diskinfo-monitor|diskinfo)\.log(?:\.\d+)?"
+    r"|diskinfo\.jsonl(?:\.\d+)?|diskinfo-baseline\.json|diskinfo\.lock"
+)
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_HOPS = 40
+
+
+class Refused(Exception):
+    """A path root must not use; the message is one line for the user."""
+
+
+def _trusted(st: os.stat_result) -> bool:
+    """Made by root, and nobody else can change it (no group/other write)."""
+    return st.st_uid == 0 and not st.st_mode & 0o022
+
+
+def _safe_parent(st: os.stat_result) -> bool:
+    """A directory where only root can replace root's entries: trusted, or root's and sticky
+    (as /tmp, or a Kubernetes secret volume with its ..data links)."""
+    return _trusted(st) or (st.st_uid == 0 and bool(st.st_mode & stat.S_ISVTX))
+
+
+def _components(path: str) -> list[str]:
+    return [part for part in path.split("/") if part not in ("", ".")]
+
+
+def open_dir(path: str, create: bool = False) -> int:
+    """A descriptor of directory `path`, reached without following any link NB_USER could make.
+
+    Missing components are created (root-owned, 0755) when `create`. Raises Refused for a
+    component that is an untrusted symbolic link or not a directory.
+    """
+    if not path.startswith("/"):
+        raise Refused(f"{path} is not an absolute path")
+    fd = os.open("/", DIR_FLAGS)
+    parents = [fd]
+    todo, seen, hops = _components(path), "", 0
+    try:
+        while todo:
+            name = todo.pop(0)
+            if name == "..":
+                if len(parents) > 1:
+                    os.close(parents.pop())
+                seen = seen.rsplit("/", 1)[0]
+                continue
+            here = parents[-1]
+            try:
+                st = os.stat(name, dir_fd=here, follow_symlinks=False)
+            except FileNotFoundError:
+                if not create:
+                    raise Refused(f"{seen}/{name} does not exist") from None
+                os.mkdir(name, 0o755, dir_fd=here)
+                st = os.stat(name, dir_fd=here, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                if not (st.st_uid == 0 and _safe_parent(os.fstat(here))):
+                    raise Refused(
+                        f"{seen}/{name} is a symbolic link in a directory others can write"
+                    )
+                hops += 1
+                if hops > MAX_HOPS:
+                    raise Refused(f"{path}: too many symbolic links")
+                target = os.readlink(name, dir_fd=here)
+                if target.startswith("/"):
+                    while len(parents) > 1:
+                        os.close(parents.pop())
+                    seen = ""
+                todo = _components(target) + todo
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                raise Refused(f"{seen}/{name} is not a directory")
+            parents.append(os.open(name, DIR_FLAGS, dir_fd=here))
+            seen = f"{seen}/{name}"
+        result = parents.pop()
+    finally:
+        for other in parents:
+            os.close(other)
+    return result
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISREG(mode):
+        return "a file"
+    return "a device"
+
+
+def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
+    """Descriptor of directory `path` owned by uid:gid; a link or file in its place is replaced."""
+    parent_path, name = os.path.split(path.rstrip("/"))
+    parent = open_dir(parent_path or "/", create=True)
+    try:
+        try:
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            what = _kind(st.st_mode)
+            if stat.S_ISLNK(st.st_mode):
+                what += f" to {os.readlink(name, dir_fd=parent)}"
+            if stat.S_ISREG(st.st_mode):
+                os.rename(name, f"{name}.not-a-directory", src_dir_fd=parent, dst_dir_fd=parent)
+            else:
+                os.unlink(name, dir_fd=parent)
+            notes.append(f"{path} was {what}: replaced with a directory (it must be one)")
+            st = None
+        if st is None:
+            os.mkdir(name, 0o755, dir_fd=parent)
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+    finally:
+        os.close(parent)
+    st = os.fstat(fd)
+    if (st.st_uid, st.st_gid) != (uid, gid):
+        os.fchown(fd, uid, gid)
+    if st.st_mode & 0o700 != 0o700:
+        os.fchmod(fd, stat.S_IMODE(st.st_mode) | 0o700)
+    return fd
+
+
+def _give(dir_fd: int, name: str, uid: int, gid: int) -> str | None:
+    """Hand one entry to uid:gid if it is a plain file; what was done, or None."""
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+        if stat.S_ISDIR(st.st_mode):
+            return f"left {name}: a directory where a log file belongs"
+        what = _kind(st.st_mode)
+        if stat.S_ISLNK(st.st_mode):
+            what += f" to {os.readlink(name, dir_fd=dir_fd)}"
+        elif st.st_nlink > 1:
+            what = "a hard link to another file"
+        os.unlink(name, dir_fd=dir_fd)
+        return f"removed {name}: it was {what}, not a log file"
+    if (st.st_uid, st.st_gid) == (uid, gid):
+        return None
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or now.st_nlink > 1:
+            return f"left {name}: it changed while being checked"
+        os.fchown(fd, uid, gid)
+    finally:
+        os.close(fd)
+    return ""
+
+
+def prepare_logs(path: str, uid: int, gid: int) -> list[str]:
+    """LOG_DIR as a real directory of uid:gid whose project log files uid can write."""
+    notes: list[str] = []
+    fd = _own_dir(path, uid, gid, notes)
+    try:
+        probe = ".write-test"
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=fd))
+        except FileExistsError:
+            os.unlink(probe, dir_fd=fd)
+        except OSError as exc:
+            raise Refused(
+                f"{path} is not writable ({exc.strerror}); mount a writable directory there"
+            ) from None
+        else:
+            os.unlink(probe, dir_fd=fd)
+        given = 0
+        for name in sorted(os.listdir(fd)):
+            if not PROJECT_LOG.fullmatch(name):
+                continue
+            note = _give(fd, name, uid, gid)
+            if note == "":
+                given += 1
+            elif note:
+                notes.append(f"{path}: {note}")
+        if given:
+            notes.append(f"{path}: {given} log file(s) of another uid are now uid {uid}'s")
+    finally:
+        os.close(fd)
+    return notes
+
+
+def prepare_dir(path: str, uid: int, gid: int) -> list[str]:
+    notes: list[str] = []
+    os.close(_own_dir(path, uid, gid, notes))
+    return notes
+
+
+def _walk(top_fd: int) -> Iterator[tuple[int, str, os.stat_result]]:
+    """(directory fd, name, lstat) for everything below top_fd, on its filesystem only."""
+    dev = os.fstat(top_fd).st_dev
+    for _, dirs, files, dir_fd in os.fwalk(".", dir_fd=top_fd, follow_symlinks=False):
+        for name in list(dirs):
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if st.st_dev != dev:
+                dirs.remove(name)
+                continue
+            yield dir_fd, name, st
+        for name in files:
+            yield dir_fd, name, os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+
+
+def chown_home(path: str, uid: int, gid: int) -> list[str]:
+    """Everything in a home directory to uid:gid, by descriptor: symbolic links and files with
+    a second hard link (which may be /etc/shadow's) are left as they are."""
+    fd = open_dir(path)
+    skipped = 0
+    try:
+        if (os.fstat(fd).st_uid, os.fstat(fd).st_gid) != (uid, gid):
+            os.fchown(fd, uid, gid)
+        for dir_fd, name, st in _walk(fd):
+            if (st.st_uid, st.st_gid) == (uid, gid) or stat.S_ISLNK(st.st_mode):
+                continue
+            try:
+                entry = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            except FileNotFoundError:
+                continue
+            try:
+                now = os.fstat(entry)
+                if stat.S_ISLNK(now.st_mode):
+                    continue
+                if stat.S_ISREG(now.st_mode) and now.st_nlink > 1:
+                    skipped += 1
+                    continue
+                os.chown(f"/proc/self/fd/{entry}", uid, gid)  # the very inode just checked
+            finally:
+                os.close(entry)
+    finally:
+        os.close(fd)
+    return [f"{path}: {skipped} hard-linked file(s) left as they were"] if skipped else []
+
+
+def read_small(path: str, max_bytes: int = 65536, follow: bool = False) -> bytes:
+    """The content of a regular file of at most max_bytes, never blocking on a FIFO.
+
+    follow=False (root reading a path others may write): no untrusted link on the way, and
+    not a file with a second hard link.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    if follow:
+        fd = os.open(path, flags)
+    else:
+        parent_path, name = os.path.split(path)
+        parent = open_dir(parent_path or "/")
+        try:
+            fd = os.open(name, flags | os.O_NOFOLLOW, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno == 40:  # ELOOP: the last component is a symbolic link
+                raise Refused(f"{path} is a symbolic link") from None
+            raise
+        finally:
+            os.close(parent)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{path} is {_kind(st.st_mode)}, not a regular file")
+        if not follow and st.st_nlink > 1:
+            raise Refused(f"{path} has another hard link")
+        data = os.read(fd, max_bytes + 1)
+        if len(data) > max_bytes:
+            raise Refused(f"{path} is larger than {max_bytes} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="safe_paths.py")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    for verb in ("logs", "dir", "home"):
+        p = sub.add_parser(verb)
+        p.add_argument("path")
+        p.add_argument("uid", type=int)
+        p.add_argument("gid", type=int)
+    p = sub.add_parser("read")
+    p.add_argument("path")
+    p.add_argument("--max-bytes", type=int, default=65536)
+    p.add_argument("--follow", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        if args.verb == "read":
+            sys.stdout.buffer.write(read_small(args.path, args.max_bytes, args.follow))
+            return 0
+        act = {"logs": prepare_logs, "dir": prepare_dir, "home": chown_home}[args.verb]
+        for note in act(args.path, args.uid, args.gid):
+            print(note)
+    except Refused as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"{exc.filename or args.path}: {exc.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

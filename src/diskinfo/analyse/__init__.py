@@ -1,0 +1,1 @@
+"""Analysis: pure functions of interval records (verdicts, pressure, baselines)."""

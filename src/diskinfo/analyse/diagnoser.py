@@ -1,0 +1,182 @@
+"""The monitor's analyser: `decide` per interval, plus what needs memory across intervals.
+
+- The held verdict (hysteresis): the verdict a user reads (with its cause) changes only
+  when another one has been decided in `hold` intervals in a row (DISKINFO_VERDICT_HOLD,
+  default 2) and at least as often as the held one over the last 2 x `hold` intervals. The
+  first verdict is taken at once. One odd interval never flips it; a real change shows
+  within `hold` intervals.
+- How long the training command has run without loop figures (the "wrap it" hint waits).
+- Whether the loop has yet run for most of an interval: the interval it starts in is mostly
+  the command's start-up (importing torch reads hundreds of library files from the disk the
+  data may share), so it is `unknown (starting)`, never judged on reads that were not data.
+- Once-only notes (no measured bandwidth for a device) and sustained-condition warnings.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable, Mapping
+
+from diskinfo.analyse import thresholds as t
+from diskinfo.analyse.baseline import DeviceBaseline
+from diskinfo.analyse.signals import busiest_device, watched
+from diskinfo.analyse.verdict import decide
+from diskinfo.record import UNKNOWN, IntervalRecord, Verdict
+
+
+class Hysteresis:
+    """Holds one verdict name against interval-to-interval noise."""
+
+    def __init__(self, hold: int) -> None:
+        self.hold = max(1, hold)
+        self.recent: collections.deque[str] = collections.deque(maxlen=2 * self.hold)
+        self.held: str | None = None
+        self.held_s = 0.0
+
+    def push(self, decided: str, elapsed: float) -> bool:
+        """Add one interval's decision; True when the held verdict changed."""
+        self.recent.append(decided)
+        last = list(self.recent)[-self.hold :]
+        if self.held is None or (self.held.startswith(UNKNOWN) and decided != self.held):
+            # nothing to defend: the first verdict, or leaving "unknown", is taken at once
+            self.held, self.held_s = decided, elapsed
+            return True
+        steady = len(last) == self.hold and all(v == decided for v in last)
+        if (
+            decided != self.held
+            and steady
+            and self.recent.count(decided) >= self.recent.count(self.held)
+        ):
+            self.held, self.held_s = decided, elapsed
+            return True
+        self.held_s += elapsed
+        return False
+
+
+class Diagnoser:
+    def __init__(
+        self,
+        baselines: Mapping[str, DeviceBaseline] | Callable[[], Mapping[str, DeviceBaseline]],
+        hold: int | None = None,
+    ) -> None:
+        self._baselines = baselines
+        self._conditions: dict[str, float] = {}  # condition key -> seconds it has held
+        self._hysteresis = Hysteresis(t.verdict_hold() if hold is None else hold)
+        self._latest: dict[str, Verdict] = {}  # verdict name -> its latest interval's Verdict
+        self._training_s = 0.0
+        self._loop_judged = False  # has the loop covered most of an interval since it started?
+        self._noted: set[str] = set()
+
+    def _hold(self, key: str, condition: bool, elapsed: float) -> float:
+        if condition:
+            self._conditions[key] = self._conditions.get(key, 0.0) + elapsed
+        else:
+            self._conditions.pop(key, None)
+        return self._conditions.get(key, 0.0)
+
+    def _note_once(self, key: str, text: str, out: list[str]) -> None:
+        if key not in self._noted:
+            self._noted.add(key)
+            out.append(text)
+
+    def __call__(self, record: IntervalRecord) -> Verdict:
+        baselines = self._baselines() if callable(self._baselines) else self._baselines
+        elapsed = record.elapsed_s
+        # the training command's age: counted while its processes run, reset when they end
+        self._training_s = self._training_s + elapsed if record.procs else 0.0
+        own = decide(record, baselines, self._training_s if record.procs else None)
+        own = self._loop_start(record, own)
+        key = f"{own.verdict}|{own.cause}"  # the cause is held with its verdict
+        self._latest[key] = own
+        changed = self._hysteresis.push(key, elapsed)
+        held = self._latest[self._hysteresis.held or key]
+        verdict = dataclasses.replace(
+            held,
+            evidence=own.evidence,  # the figures are always this interval's
+            severity=own.severity,
+            input_share=own.input_share,
+            interval_verdict=own.verdict,
+            interval_cause=own.cause,
+            held_s=self._hysteresis.held_s,
+            warnings=[],
+            notes=[],
+        )
+        if changed:
+            verdict.held_s = elapsed
+        disk = busiest_device(record)
+        if (
+            own.verdict.startswith("input-bound")
+            and disk is not None
+            and disk.device not in baselines
+        ):
+            where = disk.paths[0] if disk.paths else "PATH"
+            self._note_once(
+                f"nobase:{disk.device}",
+                f"no measured bandwidth for {disk.device}: run `diskinfo bench {where}`",
+                verdict.notes,
+            )
+        self._warnings(record, baselines, verdict)
+        return verdict
+
+    def _loop_start(self, record: IntervalRecord, own: Verdict) -> Verdict:
+        """`unknown (starting)` for the loop's first interval when the loop ran for less than
+        LOOP_START_COVER of it; judged from the next. Not when workers died: their fix (a
+        larger /dev/shm) is no start-up artifact. Reset when the training command ends."""
+        loader = record.loader
+        if not record.procs and loader is None:
+            self._loop_judged = False
+            return own
+        if loader is None or self._loop_judged or loader.worker_errors:
+            return own  # a worker death is a fact, whatever the share of the interval
+        ran = (loader.wait_s + loader.step_s) / max(loader.processes, 1)
+        cover = ran / record.elapsed_s if record.elapsed_s > 0 else 1.0
+        if cover >= t.LOOP_START_COVER:
+            self._loop_judged = True
+            return own
+        return dataclasses.replace(
+            own,
+            verdict=UNKNOWN,
+            cause="starting",
+            summary=f"the training loop began during this interval (it ran {cover:.0%} of it): "
+            "judged from the next one, as start-up reads are not the data's",
+            fixes=[],
+            severity="",
+            interval_verdict=UNKNOWN,
+            interval_cause="starting",
+        )
+
+    def _warnings(
+        self, record: IntervalRecord, baselines: Mapping[str, DeviceBaseline], verdict: Verdict
+    ) -> None:
+        elapsed = record.elapsed_s
+        input_bound = verdict.interval_verdict.startswith("input-bound")
+        for d in watched(record.devices):
+            await_ms = max(d.r_await, d.w_await)
+            held = self._hold(f"await:{d.device}", await_ms > t.AWAIT_WARN_MS, elapsed)
+            if held >= t.AWAIT_WARN_S:
+                verdict.warnings.append(
+                    f"{d.device}: await {await_ms:.0f} ms above {t.AWAIT_WARN_MS:.0f} ms for "
+                    f"{held / 60:.1f} min"
+                )
+            held = self._hold(f"util:{d.device}", d.util > t.UTIL_WARN_PCT, elapsed)
+            if held >= t.UTIL_WARN_S:
+                verdict.warnings.append(
+                    f"{d.device}: %util above {t.UTIL_WARN_PCT:.0f}% for {held:.0f} s (on NVMe "
+                    "and RAID %util saturates early: check await and MB/s against the bandwidth)"
+                )
+            base = baselines.get(d.device)
+            low = (
+                input_bound
+                and base is not None
+                and base.seq_read_mb_s > 0
+                and d.rmb_s < t.LOW_BANDWIDTH * base.seq_read_mb_s
+            )
+            held = self._hold(f"lowbw:{d.device}", low, elapsed)
+            if low and held >= t.LOW_BANDWIDTH_WARN_S:
+                assert base is not None
+                verdict.warnings.append(
+                    f"{d.device}: input-bound while reading {d.rmb_s:.1f} MB/s, under "
+                    f"{t.LOW_BANDWIDTH * 100:.0f}% of its measured {base.seq_read_mb_s:.0f} "
+                    f"MB/s for {held:.0f} s: the access pattern, not the device, is the limit"
+                )

@@ -1,0 +1,141 @@
+"""The fixes to try for a verdict, most likely first, fitted to this machine's figures.
+
+A fix names the concrete change with the figures that make it apply ("num_workers 2 -> 4:
+2.0 of 16 cores load"); GPU fixes only when the training uses a GPU; what only a
+measurement can settle (the best num_workers, prefetch_factor) points to `diskinfo tune`.
+"""
+
+from __future__ import annotations
+
+from diskinfo.analyse.signals import Signals, read_caps
+from diskinfo.record import (
+    COMPUTE_BOUND,
+    INPUT_CPU,
+    INPUT_DISK,
+    INPUT_SMALL_FILES,
+    CgroupIO,
+)
+from diskinfo.units import format_size
+
+SHM_FIX = (
+    "DataLoader workers died and /dev/shm is small: start the container with "
+    "--shm-size=16g (or --ipc=host)"
+)
+TUNE_FIX = (
+    "measure the best num_workers, prefetch_factor and batch size for this machine: "
+    "`diskinfo tune MODULE:FACTORY` (a function that returns your DataLoader)"
+)
+
+
+def mb(value: float) -> str:
+    """MiB (the record's MB) in words: "187 MiB", "1.2 GiB"."""
+    return format_size(value * 2**20, binary=True)
+
+
+def cap_words(c: CgroupIO) -> str:
+    """The read limit a capped cgroup runs at, in words: "1000 IOPS", "50.0 MB/s"."""
+    caps = []
+    near = read_caps(c)
+    if "read_iops" in near and c.read_iops:
+        caps.append(f"{c.read_iops} IOPS")
+    if "read_bps" in near and c.read_bps:
+        caps.append(f"{c.read_bps / 2**20:.1f} MB/s")
+    return " and ".join(caps)
+
+
+def workers_fix(s: Signals) -> str | None:
+    """num_workers W -> N, with the cores the loaders use and the cores the container has;
+    None when the loaders already have every core (more workers would only compete)."""
+    cores = int(s.cpu_cores or 0)
+    current = s.loader.num_workers if s.loader is not None else None
+    if current is None and s.workers:
+        current = s.workers
+    if cores and current is not None and current >= cores:
+        return None
+    if s.cpu_busy is not None and s.cpu_busy >= 90.0 and current:
+        return None  # every core is busy: more workers share the same cores
+    suggest = max(2, 2 * (current or 0))
+    if cores:
+        suggest = min(suggest, cores)
+    if current is not None and suggest <= current:
+        return None
+    load = f"{s.loading_cores:.1f} of {cores or '?'} cores are busy loading"
+    now = str(current) if current is not None else "?"
+    return f"num_workers {now} -> {suggest}: {load}"
+
+
+def preload_fix(s: Signals) -> str | None:
+    h = s.host
+    if not s.fits or h is None or h.dataset_mb is None:
+        return None
+    return (
+        f"the dataset, {mb(h.dataset_mb)}, fits in the {mb(h.mem_available_mb)} of available "
+        f"memory (page cache now {mb(h.page_cache_mb)}): preload it once (read every sample "
+        "into memory in Dataset.__init__, or copy it to /dev/shm) and read from there"
+    )
+
+
+def _cap_fix(s: Signals) -> str | None:
+    c = s.capped
+    if c is None:
+        return None
+    return (
+        f"raise or remove this container's cgroup read limit ({cap_words(c)} on {c.device}): "
+        "docker run --device-read-iops / --device-read-bps, or the IO limit that Kubernetes' "
+        "runtime or systemd sets (IOReadIOPSMax=, IOReadBandwidthMax=; cgroup v2 io.max)"
+    )
+
+
+def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
+    loader = s.loader
+    workers = workers_fix(s)
+    pin = (
+        "pin_memory=True with .to(device, non_blocking=True) copies"
+        if s.gpu_in_use and (loader is None or loader.pin_memory is not True)
+        else None
+    )
+    persistent = (
+        "persistent_workers=True and prefetch_factor=4 (workers survive epochs and read ahead)"
+        if loader is not None and loader.num_workers and loader.persistent_workers is not True
+        else None
+    )
+    shards = (
+        "pack the small files into large sequential shards: `diskinfo pack SRC DEST` "
+        "(WebDataset tar shards)"
+    )
+    cheaper = (
+        "make per-sample work cheaper: decode/augment on the GPU (torchvision.transforms.v2 on "
+        "tensors, NVIDIA DALI) or cache preprocessed samples"
+        if s.gpu_in_use
+        else "make per-sample work cheaper: cache preprocessed samples (decode once, store "
+        "tensors), or use a cheaper decoder or transform"
+    )
+    fixes: list[str | None]
+    if verdict == INPUT_SMALL_FILES:
+        fixes = [preload_fix(s), workers, shards, persistent, TUNE_FIX]
+    elif verdict == INPUT_DISK:
+        small = s.disk is not None and 0 < s.disk.rareq_sz < 64
+        fixes = [
+            _cap_fix(s),
+            preload_fix(s),
+            "move the data to faster local storage (local NVMe, /dev/shm) or store it compressed",
+            shards if small else None,
+            workers if s.disk is not None and s.disk.aqu_sz < 1 else None,
+            persistent,
+        ]
+    elif verdict == INPUT_CPU:
+        if cause == "cpu-saturated":
+            fixes = [cheaper, pin, persistent, TUNE_FIX]
+        else:
+            fixes = [workers, pin, persistent, cheaper, TUNE_FIX]
+    elif verdict == COMPUTE_BOUND:
+        fixes = [
+            "the input pipeline keeps up: speed up the step itself (mixed precision with "
+            "torch.autocast, torch.compile, a larger batch)"
+            if s.gpu_in_use
+            else "the input pipeline keeps up: the step runs on the CPU (no GPU in use), so a "
+            "GPU, torch.compile or a smaller model speeds it up"
+        ]
+    else:
+        fixes = []
+    return [f for f in fixes if f]

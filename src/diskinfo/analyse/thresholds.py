@@ -1,0 +1,115 @@
+"""Every threshold of the verdicts and of node pressure, in one place (docs/verdicts.md).
+
+Figures compared with a threshold are printed by `shown`, which never rounds across it:
+a 19.76% share is "19.8%", not "20%", where 20% is the line of "highly input-bound".
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+# --- input share (XProf) ---
+HIGHLY_INPUT_BOUND = 0.20
+MODERATELY_INPUT_BOUND = 0.05
+LOOP_ACTIVE_SHARE = 0.10  # loop time (wait + step) per process / interval below this: not running
+
+# --- GPU ---
+GPU_IDLE_MEAN_PCT = 5.0  # mean utilisation below this: the GPU does nothing
+GPU_BUSY_MEAN_PCT = 70.0
+GPU_STARVED_IDLE_FRACTION = 0.25  # share of samples idle
+GPU_PULSING = 0.30
+GPU_IN_USE_PCT = 1.0  # a GPU whose utilisation never reaches this is not used by training
+
+# --- CPU (the container's own cgroup where readable, else the host's) ---
+CPU_SATURATED_PCT = 90.0  # percent of the cores the container may use
+PROC_SATURATED_PCT = 80.0  # one loader process, percent of one core: it computes, not waits
+IOWAIT_HIGH_PCT = 10.0
+CPU_QUIET_PCT = 30.0  # below this, with a quiet disk and nothing else to judge by: idle
+
+# --- disk ---
+DISK_READING_MB_S = 0.5  # below this and DISK_READING_R_S the disk is not part of the story
+DISK_READING_R_S = 5.0
+DISK_BUSY_UTIL_PCT = 50.0  # a request in flight half the time: the reader waits on the device
+DISK_UTIL_SATURATED_PCT = 95.0
+DISK_AWAIT_HIGH_MS = 20.0
+DISK_QUEUE_DEEP = 4.0  # aqu-sz
+NEAR_BANDWIDTH = 0.70  # share of the measured sequential bandwidth
+LOW_BANDWIDTH = 0.30
+SMALL_REQUEST_KB = 100.0  # under this: whole small files (readahead makes large files' 128 kB+)
+SMALL_FILE_MIN_R_S = 50.0
+SMALL_READER_QUEUE = 1.5  # reads in flight per reader: one at a time, latency-bound
+CAP_NEAR_SHARE = 0.75  # a cgroup reading at this share of its read limit: the cap sets the pace
+IO_SHARE_OF_LOADING = 1 / 3  # a reader blocked on reads this much of its loading time
+SOME_IO_SHARE = 0.10  # under this the reads are not where the loading time goes (warm cache)
+
+# --- memory ---
+DATA_FITS_FRACTION = 0.8  # dataset <= this share of available memory: preloading is an option
+SHM_MIN_MB_DEFAULT = 1024  # Docker's default is 64 MB; DataLoader workers pass batches through it
+
+# --- sustained-condition warnings ---
+AWAIT_WARN_MS = 50.0
+AWAIT_WARN_S = 180.0
+UTIL_WARN_PCT = 95.0
+UTIL_WARN_S = 60.0
+LOW_BANDWIDTH_WARN_S = 60.0
+
+# --- node pressure (analyse/pressure.py): the verdicts' own, so that /status, the verdict and
+# the alert rules (monitoring/prometheus/rules.yml: 50 ms, 95%) tell one story ---
+AWAIT_SATURATED_MS = AWAIT_WARN_MS  # 50 ms
+UTIL_SATURATED = DISK_UTIL_SATURATED_PCT  # 95 %
+AWAIT_BUSY_MS = DISK_AWAIT_HIGH_MS  # 20 ms
+UTIL_BUSY = DISK_BUSY_UTIL_PCT  # 50 %
+NFS_RTT_SATURATED_MS = AWAIT_SATURATED_MS
+NFS_RTT_BUSY_MS = AWAIT_BUSY_MS
+MIN_IOPS = 1.0  # below this many requests per second an await is one or two slow requests
+STALE_INTERVALS = 3.0  # a record older than this many intervals (and STALE_MIN_S): "unknown"
+STALE_MIN_S = 15.0
+
+# --- stability ---
+VERDICT_HOLD_DEFAULT = 2  # intervals another verdict must be decided in a row before it is held
+WRAP_HINT_AFTER_S = 60.0  # a training command without loop figures this long: "wrap it"
+# the loop's first interval is judged only if the loop ran this share of it (else: starting)
+LOOP_START_COVER = 0.5
+SUMMARY_INTERVAL_S_DEFAULT = 300.0
+
+
+def env_number(name: str, default: float, minimum: float = 0.0) -> float:
+    """A number from the environment; unset, malformed or below `minimum`: the default."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value >= minimum else default
+
+
+def shm_min_mb() -> float:
+    """The /dev/shm floor, read like docker/start/init.d/05-shm.sh reads it (SHM_MIN_MB, 1024)."""
+    return env_number("SHM_MIN_MB", SHM_MIN_MB_DEFAULT, 1.0)
+
+
+def verdict_hold() -> int:
+    return int(env_number("DISKINFO_VERDICT_HOLD", VERDICT_HOLD_DEFAULT, 1.0))
+
+
+def summary_interval_s() -> float:
+    return env_number("DISKINFO_SUMMARY_INTERVAL", SUMMARY_INTERVAL_S_DEFAULT, 1.0)
+
+
+def shown(value: float, threshold: float, decimals: int = 0) -> str:
+    """`value` with as few decimals as keep it on its side of `threshold` once printed."""
+    above = value >= threshold
+    for d in range(decimals, 4):
+        text = f"{value:.{d}f}"
+        if (float(text) >= threshold) == above:
+            return text
+    scale = 1000.0  # still across at 3 decimals: cut towards the value's own side
+    cut = math.ceil(value * scale) if above else math.floor(value * scale)
+    if (cut / scale >= threshold) != above:
+        cut += 1 if above else -1
+    return f"{cut / scale:.3f}"
+
+
+def pct(share: float, threshold: float) -> str:
+    """A 0..1 share as a percentage that stays on its side of a 0..1 threshold: "19.8%"."""
+    return shown(share * 100, threshold * 100) + "%"

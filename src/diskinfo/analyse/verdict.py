@@ -1,0 +1,385 @@
+"""Signals -> one verdict per interval, with its cause, the evidence behind it and the fixes.
+
+The training loop's data-wait share (`diskinfo.torch`) decides whether the interval is
+input-bound, with TensorFlow/XProf's split: >= 20% of step time "highly", >= 5% "moderately".
+Where the loop is not instrumented, an idle or pulsing GPU stands in for data-wait. The cause
+comes from the disk (throughput against the measured bandwidth of `diskinfo bench`, await,
+queue per reader, request size; %util only as supporting evidence) and from the container's
+own CPU. docs/verdicts.md explains every rule; the thresholds are in `thresholds`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from diskinfo.analyse import thresholds as t
+from diskinfo.analyse.baseline import DeviceBaseline
+from diskinfo.analyse.fixes import SHM_FIX, cap_words, fixes_for, mb
+from diskinfo.analyse.signals import Signals, signals
+from diskinfo.record import (
+    COMPUTE_BOUND,
+    IDLE,
+    INPUT_CPU,
+    INPUT_DISK,
+    INPUT_SMALL_FILES,
+    UNKNOWN,
+    IntervalRecord,
+    Verdict,
+)
+
+
+def _capped_line(s: Signals) -> str:
+    c = s.capped
+    assert c is not None
+    how = "blkio throttle" if c.version == 1 else "io.max"
+    line = (
+        f"this container's reads are capped by its cgroup at {cap_words(c)} ({how} on "
+        f"{c.device}; it reads {c.read_ios_s:.0f} IOPS, {c.read_bytes_s / 2**20:.1f} MB/s)"
+    )
+    d = s.disk
+    if d is None or d.util < t.DISK_BUSY_UTIL_PCT:
+        util = f" (%util {d.util:.0f}%)" if d is not None else ""
+        line += f"; the device itself is not busy{util}"
+    return line
+
+
+def cpu_words(s: Signals) -> str:
+    """The CPU figure the verdict judges by, with the host's as context."""
+    h = s.host
+    if h is None or s.cpu_busy is None:
+        return ""
+    busy = t.shown(s.cpu_busy, t.CPU_SATURATED_PCT)
+    if s.cpu_scope == "container" and h.cgroup_cpu_cores is not None:
+        quota = " by quota" if h.cgroup_cpu_quota else ""
+        return (
+            f"CPU: this container uses {h.cgroup_cpu_cores:.1f} of its {s.cpu_cores or 0:g} "
+            f"cores{quota} ({busy}% busy); the host {h.cpu_busy:.0f}% busy of {h.cpu_count} "
+            f"cores, iowait {h.cpu_iowait:.0f}%"
+        )
+    return f"CPU {busy}% busy of {h.cpu_count} cores, iowait {h.cpu_iowait:.0f}%"
+
+
+# --- evidence ---
+
+
+def evidence(s: Signals) -> list[str]:
+    out: list[str] = []
+    if s.share is not None:
+        label = {"high": "HIGHLY input-bound", "moderate": "moderately input-bound"}.get(
+            s.severity, "not input-bound"
+        )
+        threshold = t.MODERATELY_INPUT_BOUND if s.severity == "none" else t.HIGHLY_INPUT_BOUND
+        out.append(
+            f"data-wait {t.pct(s.share, threshold)} of step time ({label}; XProf: >= "
+            f"{t.HIGHLY_INPUT_BOUND * 100:.0f}% highly, >= {t.MODERATELY_INPUT_BOUND * 100:.0f}% "
+            f"moderately)"
+        )
+    elif s.loop_active is False:
+        out.append("the training loop fetched no batches this interval")
+    else:
+        out.append("no training-loop figures")
+    if s.gpu is not None:
+        g = s.gpu
+        out.append(
+            f"GPU {g.index}: utilisation mean {g.util_mean:.0f}% (min {g.util_min:.0f}%), idle "
+            f"{g.idle_fraction * 100:.0f}% of samples, pulsing {g.pulsing:.2f} ({g.bursts} bursts)"
+        )
+    if s.disk is not None:
+        d = s.disk
+        line = (
+            f"{d.device}: read {d.rmb_s:.1f} MB/s, {d.r_s:.0f} r/s of {d.rareq_sz:.1f} kB, "
+            f"r_await {d.r_await:.1f} ms, aqu-sz {d.aqu_sz:.2f} ({d.aqu_sz / s.readers:.2f} per "
+            f"reader), util {d.util:.0f}%"
+        )
+        if s.bandwidth is not None and s.bandwidth.seq_read_mb_s > 0:
+            share = d.rmb_s / s.bandwidth.seq_read_mb_s
+            line += (
+                f"; {t.pct(share, t.NEAR_BANDWIDTH)} of its measured "
+                f"{s.bandwidth.seq_read_mb_s:.0f} MB/s ({s.bandwidth.rand_read_iops:.0f} random "
+                "4k IOPS)"
+            )
+        out.append(line)
+    if s.capped is not None:
+        out.append(_capped_line(s))
+    if s.host is not None:
+        out.append(cpu_words(s))
+        h = s.host
+        if h.dataset_mb is not None:
+            fits = "fits" if s.fits else "does not fit"
+            out.append(
+                f"dataset {mb(h.dataset_mb)}, page cache {mb(h.page_cache_mb)}, "
+                f"{mb(h.mem_available_mb)} available: the data {fits} in RAM"
+            )
+    if s.worker_cpu is not None:
+        out.append(
+            f"{s.workers} DataLoader worker(s) at {t.shown(s.worker_cpu, t.PROC_SATURATED_PCT)}% "
+            "of a core each"
+        )
+    if s.loader is not None and s.loader.num_workers is not None:
+        out.append(
+            f"DataLoader num_workers={s.loader.num_workers}, pin_memory={s.loader.pin_memory}, "
+            f"persistent_workers={s.loader.persistent_workers}"
+        )
+    return [line for line in out if line]
+
+
+# --- causes: (verdict, cause key, why) ---
+
+
+def _device_limit(s: Signals) -> list[str]:
+    """The device itself is the limit: near its measured bandwidth, or slow to answer."""
+    d = s.disk
+    if d is None or not s.reading:
+        return []
+    why = []
+    bw = s.bandwidth.seq_read_mb_s if s.bandwidth is not None else 0.0
+    if bw > 0 and d.rmb_s >= t.NEAR_BANDWIDTH * bw:
+        why.append(
+            f"reading at {t.pct(d.rmb_s / bw, t.NEAR_BANDWIDTH)} of the measured bandwidth "
+            f"({d.rmb_s:.0f} of {bw:.0f} MB/s, `diskinfo bench` at one read in flight)"
+        )
+    if d.r_await >= t.DISK_AWAIT_HIGH_MS:
+        why.append(
+            f"read await {t.shown(d.r_await, t.DISK_AWAIT_HIGH_MS)} ms >= "
+            f"{t.DISK_AWAIT_HIGH_MS:.0f} ms"
+        )
+    if why and d.aqu_sz >= t.DISK_QUEUE_DEEP:
+        why.append(f"queue {d.aqu_sz:.1f} requests deep")
+    return why
+
+
+def io_share_of_loading(s: Signals) -> float | None:
+    """Share of the loading time that a reader spends with a read in flight: aqu-sz (reads in
+    flight on average) per reader, over the time each reader spends loading (the loop's
+    data-wait with num_workers=0, all of its time for a DataLoader worker)."""
+    d = s.disk
+    if d is None or s.share is None or s.share <= 0:
+        return None
+    single = s.loader is None or not s.loader.num_workers
+    loading = s.share if single else 1.0
+    return min(1.0, d.aqu_sz / s.readers / loading)
+
+
+def _blocked_on_reads(s: Signals) -> list[str]:
+    share = io_share_of_loading(s)
+    if share is None or share < t.IO_SHARE_OF_LOADING or not s.reading:
+        return []
+    return [
+        f"the reader has a read in flight {t.pct(share, t.IO_SHARE_OF_LOADING)} of its loading time"
+    ]
+
+
+def _cpu_side(s: Signals) -> tuple[str, list[str]] | None:
+    """The CPU is the limit: the container's cores used up, no workers, or too few workers.
+    Judged by the container's own figures only: another container's load never decides it
+    (the host's figure is context in the evidence and in the fallback's words)."""
+    if s.cpu_busy is not None and s.cpu_busy >= t.CPU_SATURATED_PCT:
+        who = "this container's" if s.cpu_scope == "container" else "the host's"
+        return "cpu-saturated", [
+            f"{who} CPU is {t.shown(s.cpu_busy, t.CPU_SATURATED_PCT)}% busy "
+            f"({s.cpu_cores or 0:g} cores)"
+        ]
+    no_workers = s.loader is not None and s.loader.num_workers == 0
+    if no_workers and s.main_wants is not None and s.main_wants >= t.PROC_SATURATED_PCT:
+        return "no-workers", [
+            f"num_workers=0 and the training process wants "
+            f"{t.shown(s.main_wants, t.PROC_SATURATED_PCT)}% of a core"
+        ]
+    wants = s.worker_wants
+    if wants is not None and wants >= t.PROC_SATURATED_PCT:
+        cores = s.cpu_cores or 0
+        each = f"{t.shown(wants, t.PROC_SATURATED_PCT)}% of a core each"
+        if (s.worker_cpu or 0) < wants - 5:  # a share of it went waiting for a CPU
+            each += f" (gets {s.worker_cpu or 0:.0f}%: the host's other work takes the rest)"
+        if cores and s.readers >= cores:  # no core left for another worker
+            return "cpu-saturated", [
+                f"{s.readers} DataLoader workers want {each} on {cores:g} cores"
+            ]
+        return "few-workers", [
+            f"{s.workers} DataLoader worker(s) want {each}: they compute, never wait for data, "
+            f"while {s.loading_cores:.1f} of {cores:g} cores load"
+        ]
+    return None
+
+
+def _weak_disk_signs(s: Signals) -> list[str]:
+    d = s.disk
+    if d is None or not s.reading:
+        return []
+    why = []
+    if d.util >= t.DISK_UTIL_SATURATED_PCT:
+        util = t.shown(d.util, t.DISK_UTIL_SATURATED_PCT)
+        why.append(f"%util {util}% (on NVMe/RAID this saturates early)")
+    if s.host is not None and s.host.cpu_iowait >= t.IOWAIT_HIGH_PCT:
+        why.append(f"iowait {t.shown(s.host.cpu_iowait, t.IOWAIT_HIGH_PCT)}%")
+    return why
+
+
+def load_seen(s: Signals) -> bool:
+    """Some resource works while the GPU starves (for the verdict without loop figures)."""
+    busy_disk = s.disk is not None and s.reading and s.disk.util >= t.DISK_BUSY_UTIL_PCT
+    return bool(busy_disk or _device_limit(s) or _cpu_side(s) or _weak_disk_signs(s))
+
+
+def small_files(s: Signals) -> bool:
+    """Many small reads, each reader with about one in flight: per-file latency, not the
+    device's bandwidth, is the limit. A stored bandwidth sharpens it (under 30% of it); it is
+    not needed to see the pattern."""
+    d = s.disk
+    if d is None or d.r_s < t.SMALL_FILE_MIN_R_S or not 0 < d.rareq_sz < t.SMALL_REQUEST_KB:
+        return False
+    bw = s.bandwidth.seq_read_mb_s if s.bandwidth is not None else 0.0
+    if bw > 0:
+        return d.rmb_s < t.LOW_BANDWIDTH * bw
+    return d.aqu_sz / s.readers <= t.SMALL_READER_QUEUE
+
+
+def _disk_side(s: Signals, cause: str, why: list[str]) -> tuple[str, str, list[str]]:
+    if small_files(s):
+        d = s.disk
+        assert d is not None
+        return (
+            INPUT_SMALL_FILES,
+            "small-files",
+            [f"{d.r_s:.0f} reads/s of {d.rareq_sz:.0f} kB for only {d.rmb_s:.1f} MB/s", *why],
+        )
+    return INPUT_DISK, cause, why
+
+
+def cause_of(s: Signals) -> tuple[str, str, list[str]]:
+    """The first rule that holds names the cause (docs/verdicts.md, "Which input-bound?")."""
+    if s.capped is not None:  # the container's own cap, whatever the shared device does
+        return INPUT_DISK, "cgroup-cap", [_capped_line(s)]
+    why = _device_limit(s)
+    if why:
+        return _disk_side(s, "device-limit", why)
+    why = _blocked_on_reads(s)
+    if why:
+        return _disk_side(s, "blocked-on-reads", why)
+    cpu = _cpu_side(s)
+    if cpu is not None:
+        return INPUT_CPU, cpu[0], cpu[1]
+    why = _weak_disk_signs(s)
+    if why:
+        return _disk_side(s, "disk-busy", why)
+    io_share = io_share_of_loading(s)
+    busy = s.disk is not None and s.disk.util >= t.DISK_BUSY_UTIL_PCT
+    some_io = busy or io_share is None or io_share >= t.SOME_IO_SHARE
+    if s.reading and s.disk is not None and s.disk.util > 0 and some_io:
+        return _disk_side(s, "disk-reading", ["the disk is reading while the loop waits"])
+    why = "the loop waits for data while the disk is not busy"
+    h = s.host
+    if s.cpu_scope == "container" and h is not None and h.cpu_busy >= t.CPU_SATURATED_PCT:
+        why += (
+            f" and this container's CPU is not saturated ({t.shown(s.cpu_busy or 0, 90)}% of "
+            f"{s.cpu_cores or 0:g} cores); the host is {h.cpu_busy:.0f}% busy with other work, "
+            "which may slow its loaders"
+        )
+    return INPUT_CPU, "cpu-unexplained", [why]
+
+
+# --- the verdict ---
+
+
+def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[str, str, str]:
+    """(verdict, cause, summary) of an interval that is not input-bound."""
+    if s.loop_active is False and gpu_idle:
+        return IDLE, "no-step", "no training step ran this interval"
+    if s.share is not None or (s.gpu is not None and not gpu_idle):
+        if s.share is not None:
+            summary = (
+                f"the loop waits for data only {t.pct(s.share, t.HIGHLY_INPUT_BOUND)} of step time"
+            )
+        else:
+            summary = f"GPU busy {s.gpu.util_mean:.0f}% without starving"  # type: ignore[union-attr]
+        if s.gpu is not None and s.gpu.util_mean < t.GPU_BUSY_MEAN_PCT:
+            summary += (
+                f"; the GPU is only {t.shown(s.gpu.util_mean, t.GPU_BUSY_MEAN_PCT)}% busy, so the "
+                "step itself (CPU-side work, synchronisation, small kernels) is the limit"
+            )
+        return COMPUTE_BOUND, "step", summary
+    if s.gpu is not None and gpu_idle:
+        return IDLE, "gpu-idle", "the GPU is idle and the loop is not instrumented"
+    if s.procs:  # the training command runs but publishes no loop figures
+        if s.training_s is not None and s.training_s < t.WRAP_HINT_AFTER_S:
+            return (
+                UNKNOWN,
+                "starting",
+                f"the training command started {s.training_s:.0f} s ago and publishes no loop "
+                "figures yet",
+            )
+        ran = f" after {s.training_s:.0f} s" if s.training_s is not None else ""
+        return (
+            UNKNOWN,
+            "not-wrapped",
+            f"the training process runs but publishes no loop figures{ran}, and there is no GPU "
+            "to judge by: wrap its DataLoader with diskinfo.torch.watch",
+        )
+    quiet_cpu = s.cpu_busy is None or s.cpu_busy < t.CPU_QUIET_PCT
+    if s.disk_quiet and quiet_cpu:
+        return IDLE, "no-training", "no training command runs: no loop figures, disk and CPU quiet"
+    what = "this container's" if s.cpu_scope == "container" else "the"
+    return (
+        UNKNOWN,
+        "no-figures",
+        f"no training command, no loop figures and no GPU, yet {what} disk or CPU works: "
+        "nothing to judge by",
+    )
+
+
+def decide(
+    record: IntervalRecord,
+    baselines: Mapping[str, DeviceBaseline],
+    training_s: float | None = None,
+) -> Verdict:
+    """One verdict for one interval; a pure function of the record, the stored baselines and
+    how long the training command has run (None: not known, as if for a while)."""
+    s = signals(record, baselines, training_s)
+    ev = evidence(s)
+    gpu_idle = s.gpu is None or s.gpu.util_mean < t.GPU_IDLE_MEAN_PCT
+
+    if s.share is not None:
+        input_bound = s.severity == "high" or (s.severity == "moderate" and s.gpu_starved)
+    elif s.loop_active is False:
+        input_bound = False
+    elif s.gpu is not None:
+        # no loop figures: an idle or pulsing GPU while the disk or CPU works stands in
+        input_bound = not gpu_idle and s.gpu_starved and load_seen(s)
+    else:
+        input_bound = False
+
+    if input_bound:
+        verdict, cause, why = cause_of(s)
+        summary = "; ".join(why)
+        if s.share is None:
+            summary += " (inferred from the GPU: the loop is not instrumented)"
+    else:
+        verdict, cause, summary = _not_input_bound(s, gpu_idle)
+
+    fixes = fixes_for(verdict, cause, s)
+    host = s.host
+    errors = s.loader.worker_errors if s.loader is not None else 0
+    if errors and host is not None and host.shm_total_mb is not None:
+        if host.shm_total_mb < t.shm_min_mb():
+            ev.insert(
+                0,
+                f"{errors} DataLoader worker death(s) with /dev/shm only "
+                f"{host.shm_total_mb:.0f} MB (under SHM_MIN_MB={t.shm_min_mb():g})",
+            )
+            fixes.insert(0, SHM_FIX)
+            summary = f"{SHM_FIX}; {summary}"
+        else:
+            ev.insert(0, f"{errors} DataLoader worker death(s)")
+    elif errors:
+        ev.insert(0, f"{errors} DataLoader worker death(s)")
+    return Verdict(
+        verdict=verdict,
+        summary=summary,
+        evidence=ev,
+        fixes=fixes,
+        severity=s.severity,
+        input_share=s.share,
+        cause=cause,
+        interval_verdict=verdict,
+        interval_cause=cause,
+    )

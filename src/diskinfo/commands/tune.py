@@ -1,0 +1,56 @@
+"""`diskinfo tune MODULE:FACTORY`: measure DataLoader settings, print the table, write the
+JSON and the PNG, name the best setting."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from diskinfo.pack.progress import Bar
+from diskinfo.tune import Options, tune
+from diskinfo.tune.table import plot, render, verdict, write_json
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = Options(
+        factory=args.factory,
+        budget=args.budget,
+        batch_size=args.batch_size,
+        collate=args.collate,
+        pack=args.pack,
+        cold=args.cold,
+        step_ms=args.step_ms,
+        max_workers=args.max_workers,
+        current=args.current,
+        exhaustive=args.exhaustive,
+    )
+    bar = Bar("tuning", sys.stderr, sys.stderr.isatty() if args.progress is None else args.progress)
+    try:
+        outcome = tune(opts, lambda share, text: bar.update(share, text, force=True))
+    except BaseException:
+        bar.end(complete=False)
+        raise
+    bar.end(True, 1.0, "done")
+    prefix = Path(args.out or os.path.join(os.environ.get("LOG_DIR", "."), "diskinfo-tune"))
+    document = outcome.document()
+    write_json(prefix.with_suffix(".json"), document)
+    title = f"diskinfo tune {document['factory']}: {document['cache']}, batch {outcome.batch_size}"
+    png = prefix.with_suffix(".png")
+    drew = plot(png, outcome.results, outcome.current, outcome.chosen, outcome.epoch, title)
+    print(f"{document['factory']}: batch {outcome.batch_size}, {document['search']} search, "
+          f"{document['spent_s']:.0f} s of a {opts.budget:.0f} s budget; cache: "
+          f"{document['cache']}; step {opts.step_ms:g} ms per batch")  # fmt: skip
+    for p in outcome.first_passes:
+        what = "shards" if p["shards"] else "dataset"
+        done = "complete" if p["complete"] else "cut short by the budget"
+        print(f"first pass over the {what}: {p['samples']:,} samples in {p['seconds']} s ({done})")
+    print(render(outcome.results, outcome.current, outcome.chosen, outcome.epoch))
+    for line in verdict(outcome.chosen, outcome.current, outcome.epoch, outcome.batch_size):
+        print(line)
+    print(f"written: {prefix.with_suffix('.json')}" + (f", {png}" if drew else " (no PNG: "
+          "matplotlib is not installed)"))  # fmt: skip
+    print("then compare a training run before and after the change: `diskinfo report "
+          "before.jsonl after.jsonl` (see docs/tune.md)")  # fmt: skip
+    return 0

@@ -1,0 +1,134 @@
+"""Walk SRC and group its files into samples, the way WebDataset groups tar members.
+
+- a sample is every file of one directory that shares a stem (the name up to its first dot):
+  `0001.jpg` + `0001.json` -> key `0001`, members `0001.jpg` and `0001.json`;
+- ImageFolder layout (every sample below a top-level directory): that directory is the class,
+  and each sample gets a `cls` member with the class index (sorted names, as torchvision's
+  ImageFolder numbers them); files directly in SRC: no classes; both at once is an error;
+- hidden files, files without an extension and non-regular files (FIFOs, sockets, devices)
+  are skipped, and counted in the manifest; symbolic links to files are followed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from diskinfo.errors import UserError
+
+BLOCK = 512  # a tar header, and the unit tar pads member data to
+
+
+@dataclass(frozen=True)
+class Member:
+    """One source file of a sample; `ext` is everything after the stem ("jpg", "seg.png")."""
+
+    ext: str
+    path: str
+    size: int
+    mtime: int
+
+
+@dataclass
+class Sample:
+    key: str  # relative directory + stem, POSIX separators: "cat/0001"
+    members: list[Member] = field(default_factory=list)
+    label: int | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(m.size for m in self.members)
+
+
+@dataclass
+class Scan:
+    samples: list[Sample]
+    classes: list[str]
+    skipped_hidden: int = 0
+    skipped_no_extension: int = 0
+    skipped_special: int = 0
+
+
+def label_bytes(label: int) -> bytes:
+    return str(label).encode()
+
+
+def tar_size(sample: Sample) -> int:
+    """Bytes the sample takes in a tar: one header per member plus data padded to 512."""
+    total = 0
+    parts = [(f"{sample.key}.{m.ext}", m.size) for m in sample.members]
+    if sample.label is not None:
+        parts.append((f"{sample.key}.cls", len(label_bytes(sample.label))))
+    for name, size in parts:
+        long_name = len(name.encode()) > 100 or not name.isascii()
+        total += BLOCK * (3 if long_name else 1) + -(-size // BLOCK) * BLOCK
+    return total
+
+
+def check_paths(src: Path, dest: Path) -> None:
+    if not src.is_dir():
+        raise UserError(f"SRC is not a directory: {src}")
+    real_src, real_dest = src.resolve(), dest.resolve()
+    if real_dest == real_src or real_src in real_dest.parents:
+        raise UserError(
+            f"DEST {dest} is inside SRC {src}: the shards would be packed into themselves"
+        )
+
+
+def scan(src: Path) -> Scan:
+    """Walk SRC in sorted order and group files into samples (see the module docstring)."""
+    groups: dict[str, Sample] = {}
+    hidden = no_ext = special = 0
+
+    def fail(exc: OSError) -> None:
+        raise UserError(f"cannot read {exc.filename}: {exc.strerror}")
+
+    for dirpath, dirnames, filenames in os.walk(src, onerror=fail):
+        hidden += sum(1 for d in dirnames if d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        rel = Path(dirpath).relative_to(src).as_posix()
+        prefix = "" if rel == "." else rel + "/"
+        for name in sorted(filenames):
+            if name.startswith("."):
+                hidden += 1
+                continue
+            stem, _, ext = name.partition(".")
+            if not ext:
+                no_ext += 1
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                raise UserError(f"cannot read {path}: {exc.strerror}") from None
+            if not stat.S_ISREG(st.st_mode):
+                special += 1  # FIFOs, sockets, devices: opening a FIFO would hang
+                continue
+            if not os.access(path, os.R_OK):
+                raise UserError(f"cannot read {path}: Permission denied")
+            key = prefix + stem
+            sample = groups.setdefault(key, Sample(key))
+            if any(m.ext.lower() == ext.lower() for m in sample.members):
+                raise UserError(f"two files of sample {key} differ only in case: {path}")
+            sample.members.append(Member(ext, path, st.st_size, int(st.st_mtime)))
+    samples = sorted(groups.values(), key=lambda s: s.key)
+    if not samples:
+        raise UserError(f"no samples in {src}: no non-hidden files with an extension")
+    nested = [s for s in samples if "/" in s.key]
+    classes: list[str] = []
+    if nested and len(nested) != len(samples):
+        top = next(s for s in samples if "/" not in s.key)
+        raise UserError(
+            f"{src} mixes files at its top level ({top.members[0].path}) with class "
+            "directories; move them into a class directory or pack a subdirectory"
+        )
+    if nested:
+        classes = sorted({s.key.split("/", 1)[0] for s in samples})
+        index = {name: i for i, name in enumerate(classes)}
+        for s in samples:
+            if any(m.ext.lower() == "cls" for m in s.members):
+                raise UserError(f"sample {s.key} has a .cls file, a name reserved for the class")
+            s.label = index[s.key.split("/", 1)[0]]
+    return Scan(samples, classes, hidden, no_ext, special)

@@ -1,0 +1,85 @@
+"""Loading a recorded run: the monitor's JSONL (one `IntervalRecord.to_dict()` per line) into
+records, with a one-line `UserError` for a missing, empty or malformed file, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from diskinfo.errors import UserError
+from diskinfo.record import IntervalRecord, Verdict
+
+
+def load_run(path: str | Path) -> list[IntervalRecord]:
+    """Records of one JSONL file; a one-line UserError for a missing, empty or bad file.
+    A last line without its newline is a write in progress (the monitor still runs): skipped."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a JSONL file (not text)") from None
+    lines = text.split("\n")
+    partial = lines.pop() if lines else ""  # text after the last newline
+    records = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            records.append(_parse(path, number, line))
+    if partial.strip():
+        with contextlib.suppress(UserError):
+            records.append(_parse(path, len(lines) + 1, partial))
+    if not records:
+        raise UserError(f"{path} holds no interval records (empty run)")
+    return records
+
+
+def _parse(path: Path, number: int, line: str) -> IntervalRecord:
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise UserError(f"{path} line {number}: not JSON ({exc.msg})") from None
+    if not isinstance(data, dict) or not str(data.get("schema", "")).startswith(
+        "diskinfo.interval/"
+    ):
+        raise UserError(f"{path} line {number}: not a diskinfo interval record")
+    try:
+        record = IntervalRecord.from_dict(data)
+        _check_numbers(record)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"{path} line {number}: malformed interval record ({exc})") from None
+    return record
+
+
+def _check_numbers(obj: Any) -> None:
+    """Every field whose default is a number must hold a finite number (null, which the JSONL
+    sink writes for NaN, becomes the default): the summary does arithmetic on them, and a
+    string there would end in a traceback instead of this one-line error."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(f.default, (int, float)) and not isinstance(f.default, bool):
+            if value is None:  # the JSONL sink writes NaN as null: not measured
+                setattr(obj, f.name, value := f.default)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{type(obj).__name__}.{f.name} is not a number: {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"{type(obj).__name__}.{f.name} is not finite: {value!r}")
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if dataclasses.is_dataclass(child):
+                _check_numbers(child)
+    if isinstance(obj, Verdict) and not (
+        isinstance(obj.verdict, str)
+        and isinstance(obj.fixes, list)
+        and all(isinstance(x, str) for x in [*obj.fixes, *obj.warnings])
+    ):
+        raise ValueError(f"verdict is not text with a list of fixes: {obj.verdict!r}")
+    if isinstance(obj, IntervalRecord):
+        if not isinstance(obj.ts, (int, float)) or not math.isfinite(obj.ts):
+            raise ValueError(f"ts is not a time: {obj.ts!r}")
+        if not isinstance(obj.elapsed_s, (int, float)) or not obj.elapsed_s >= 0:
+            raise ValueError(f"elapsed_s is not a duration: {obj.elapsed_s!r}")

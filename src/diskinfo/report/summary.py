@@ -1,0 +1,133 @@
+"""One run's summary: where the time went, the first fix, the loop's throughput, disk and GPU.
+
+Every share is weighted by the intervals' measured length, so a run recorded at a mixed interval
+still adds up. Throughput is the training loop's own: batches and samples the loader figures
+counted, divided by the time the loop ran (its wait + step, per process), so the report states
+what the training script itself measures, not a rate diluted by intervals in which the process
+was starting, evaluating or saving. The disk figures are the verdict's busiest device of each
+interval (`busiest_device`), not a sum: stacked devices (dm over its disk) would count twice.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from diskinfo.analyse.signals import busiest_device
+from diskinfo.record import IntervalRecord, LoaderFigures
+
+NO_VERDICT = "no verdict"
+
+
+def loop_seconds(loader: LoaderFigures) -> float:
+    """Wall time the training loop ran in an interval: its wait + step, per process (the
+    processes of one job run side by side; records from before the count have none: one)."""
+    return (loader.wait_s + loader.step_s) / max(loader.processes, 1)
+
+
+def gpu_util(record: IntervalRecord) -> float | None:
+    if not record.gpus:
+        return None
+    return sum(g.util_mean for g in record.gpus) / len(record.gpus)
+
+
+def wait_share(record: IntervalRecord) -> float | None:
+    loader = record.loader
+    if loader is None or loader.wait_s + loader.step_s <= 0:
+        return None
+    return loader.wait_s / (loader.wait_s + loader.step_s)
+
+
+def verdict_of(record: IntervalRecord) -> str:
+    return record.verdict.verdict if record.verdict is not None else NO_VERDICT
+
+
+@dataclass
+class Summary:
+    name: str
+    start: float
+    end: float
+    duration_s: float
+    intervals: int
+    verdict_shares: dict[str, float]  # share of recorded time, largest first
+    top_fix: str | None
+    top_fix_verdict: str | None
+    batches_s: float | None  # loader batches per second of the loop's own time
+    samples_s: float | None  # samples per second of the loop's own time (None: not counted)
+    loop_s: float  # seconds the training loop ran (wait + step, per process)
+    wait_share: float | None  # sum(wait) / sum(wait + step)
+    disk_read_mb_s: float | None  # time-weighted mean
+    disk_read_mb_s_max: float | None
+    disk_r_s: float | None
+    disk_rareq_kb: float | None  # bytes read / reads: the mean request size
+    disk_r_await_ms: float | None  # read-weighted, as iostat over the whole run
+    disk_util: float | None
+    gpu_util: float | None
+    gpus: int
+    warnings: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _weighted(pairs: list[tuple[float, float]]) -> float | None:
+    weight = sum(w for w, _ in pairs)
+    return sum(w * v for w, v in pairs) / weight if weight > 0 else None
+
+
+def summarise(records: Sequence[IntervalRecord], name: str = "") -> Summary:
+    total = sum(max(r.elapsed_s, 0.0) for r in records)
+    by_verdict: dict[str, float] = defaultdict(float)
+    fixes: dict[tuple[str, str], float] = defaultdict(float)
+    for r in records:
+        by_verdict[verdict_of(r)] += r.elapsed_s
+        if r.verdict is not None and r.verdict.fixes:
+            fixes[(r.verdict.verdict, r.verdict.fixes[0])] += r.elapsed_s
+    shares = {
+        v: t / total if total else 0.0
+        for v, t in sorted(by_verdict.items(), key=lambda kv: (-kv[1], kv[0]))
+    }
+    input_fixes = {k: t for k, t in fixes.items() if k[0].startswith("input-bound")}
+    pool = input_fixes or fixes
+    top = max(pool, key=lambda k: (pool[k], k)) if pool else None
+
+    loaders = [r.loader for r in records if r.loader is not None]
+    loop_s = sum(loop_seconds(f) for f in loaders)
+    wait = sum(f.wait_s for f in loaders)
+    step = sum(f.step_s for f in loaders)
+    batches = sum(f.batches for f in loaders)
+    samples = sum(f.samples for f in loaders)
+
+    disks = [(r.elapsed_s, d) for r in records if (d := busiest_device(r)) is not None]
+    reads = sum(w * d.r_s for w, d in disks)
+    read_mb = sum(w * d.rmb_s for w, d in disks)
+    gpu = [(r.elapsed_s, u) for r in records if (u := gpu_util(r)) is not None]
+    warnings: dict[str, int] = defaultdict(int)
+    for r in records:
+        for text in r.verdict.warnings if r.verdict is not None else []:
+            warnings[text] += 1
+    return Summary(
+        name=name,
+        start=min(r.ts - r.elapsed_s for r in records),
+        end=max(r.ts for r in records),
+        duration_s=total,
+        intervals=len(records),
+        verdict_shares=shares,
+        top_fix=top[1] if top else None,
+        top_fix_verdict=top[0] if top else None,
+        batches_s=batches / loop_s if loop_s > 0 else None,
+        samples_s=samples / loop_s if loop_s > 0 and samples > 0 else None,
+        loop_s=loop_s,
+        wait_share=wait / (wait + step) if wait + step > 0 else None,
+        disk_read_mb_s=_weighted([(w, d.rmb_s) for w, d in disks]),
+        disk_read_mb_s_max=max((d.rmb_s for _, d in disks), default=None),
+        disk_r_s=_weighted([(w, d.r_s) for w, d in disks]),
+        disk_rareq_kb=read_mb * 1024 / reads if reads > 0 else None,
+        disk_r_await_ms=(sum(w * d.r_s * d.r_await for w, d in disks) / reads if reads else None),
+        disk_util=_weighted([(w, d.util) for w, d in disks]),
+        gpu_util=_weighted(gpu),
+        gpus=max((len(r.gpus) for r in records if r.gpus), default=0),
+        warnings=dict(warnings),
+    )

@@ -1,0 +1,94 @@
+"""The exporter as a monitor sink: keeps the latest record, serves /metrics and /status."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
+
+from diskinfo.analyse.pressure import status_document
+from diskinfo.errors import UserError
+from diskinfo.record import IntervalRecord
+from diskinfo.sinks.prometheus import DEFAULT_PORT
+from diskinfo.sinks.prometheus.httpd import BoundedWSGIServer
+from diskinfo.sinks.prometheus.render import RecordCollector, _Totals
+
+_INDEX = b"diskinfo exporter: /metrics (Prometheus), /status (node storage pressure, JSON)\n"
+
+
+class PrometheusSink:
+    """Monitor sink that keeps the latest record and serves it over HTTP in its own threads.
+
+    port 0 binds an ephemeral port (tests; read `.port`); the CLI treats 0 as "off". The
+    server's limits (threads, deadlines) are `BoundedWSGIServer`'s; `server_options` passes
+    other values (tests).
+    """
+
+    def __init__(
+        self, port: int = DEFAULT_PORT, addr: str = "127.0.0.1", **server_options: Any
+    ) -> None:
+        if not 0 <= port <= 65535:
+            raise UserError(f"metrics port must be 0..65535, got {port}")
+        self._lock = threading.Lock()
+        self._latest: IntervalRecord | None = None
+        self._totals = _Totals()
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(RecordCollector(self._snapshot))
+        ProcessCollector(registry=self.registry)  # the monitor's own CPU and memory
+        self._metrics_app = make_wsgi_app(self.registry)
+        try:
+            self._server = BoundedWSGIServer(
+                addr, port, self._app, name="diskinfo-metrics", **server_options
+            )
+        except OSError as exc:
+            raise UserError(
+                f"cannot serve metrics on {addr}:{port}: {exc.strerror or exc}", exit_code=1
+            ) from None
+        self.addr = addr
+        self.port = int(self._server.server_address[1])
+
+    def _snapshot(self) -> tuple[IntervalRecord | None, _Totals]:
+        with self._lock:
+            totals = _Totals(
+                self._totals.records,
+                dict(self._totals.loader) if self._totals.loader is not None else None,
+                dict(self._totals.verdict_s),
+            )
+            return self._latest, totals
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            record = self._latest
+        return status_document(record, time.time())
+
+    def write(self, record: IntervalRecord) -> None:
+        with self._lock:
+            self._latest = record
+            self._totals.add(record)
+
+    def close(self) -> None:
+        self._server.close()
+
+    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        path = environ.get("PATH_INFO", "/")
+        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Allow", "GET, HEAD")])
+            return [b"only GET\n"]
+        if path == "/metrics":
+            return self._metrics_app(environ, start_response)
+        if path == "/status":
+            body = (json.dumps(self.status(), indent=2) + "\n").encode()
+            start_response(
+                "200 OK",
+                [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+            )
+            return [body]
+        if path == "/":
+            start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
+            return [_INDEX]
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"not found: try /metrics or /status\n"]

@@ -1,0 +1,104 @@
+"""The banner's access lines: an openable Jupyter URL, the ssh command, the port caveat once,
+and the baseline hint; and supervisord's config with socket credentials (no CRIT at start)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scripts import load
+
+DOCKER = Path(__file__).resolve().parents[2] / "docker"
+ETC = DOCKER / "etc"
+
+
+banner = load("banner")
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "STARTUP_STATE_DIR": str(tmp_path),
+        "LOG_DIR": str(tmp_path / "logs"),
+        "JUPYTER_PORT": "8888",
+        "SSHD_ENABLE": "1",
+        "NB_USER": "jovyan",
+    }
+    env.update(extra)
+    return env
+
+
+def _text(env: dict[str, str]) -> str:
+    return "\n".join(banner.render(banner.gather(env)))
+
+
+def test_random_token_gives_an_openable_url_ssh_line_and_one_port_caveat(tmp_path):
+    (tmp_path / "jupyter-token").write_text("0123abcd")
+    text = _text(_env(tmp_path))
+    assert "Jupyter    http://127.0.0.1:8888/lab?token=0123abcd" in text
+    assert "SSH        ssh -p PORT jovyan@HOST" in text
+    assert text.count("host ports you published") == 1
+    assert "0.0.0.0" not in text
+
+
+def test_the_users_own_token_is_never_printed(tmp_path):
+    (tmp_path / "jupyter-token").write_text("s3cret-value")
+    text = _text(_env(tmp_path, JUPYTER_TOKEN="s3cret-value"))
+    assert "s3cret-value" not in text
+    assert "http://127.0.0.1:8888/lab?token=YOUR_TOKEN" in text
+
+
+def test_no_key_says_how_to_turn_ssh_on_and_jupyter_off_has_no_url(tmp_path):
+    text = _text(_env(tmp_path, SSHD_ENABLE="0", JUPYTER_ENABLE="0"))
+    assert "ssh -p" not in text and "PUBLIC_KEY" in text
+    assert "/lab?token" not in text
+
+
+def test_without_a_baseline_the_banner_suggests_bench_and_not_with_one(tmp_path):
+    env = _env(tmp_path)
+    assert "diskinfo bench /workspace/data" in _text(env)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "diskinfo-baseline.json").write_text("{}")
+    assert "diskinfo bench" not in _text(env)
+    own = tmp_path / "mine.json"
+    assert str(own) in _text({**env, "DISKINFO_BASELINE": str(own)})
+
+
+load("safe_paths")  # supervisord-run.py imports it by bare name, as beside it in the image
+supervisord_run = load("supervisord_run", "supervisord-run.py")
+
+
+@pytest.fixture
+def generated(tmp_path, monkeypatch):
+    """The image's supervisord.conf written as supervisord-run.py writes it."""
+    env = {"STARTUP_STATE_DIR": tmp_path, "LOG_DIR": tmp_path, "NB_USER": "root"}
+    env |= {"NB_HOME": "/root", "SSHD_ENABLE": "1", "JUPYTER_ENABLE": "1"}
+    env |= {"TRAIN_ENABLE": "1", "TRAIN_STOP_TIMEOUT": "5"}
+    for name, value in env.items():  # what entrypoint.sh exports before supervisord starts
+        monkeypatch.setenv(name, str(value))
+    config = tmp_path / "supervisord.conf"
+    (tmp_path / "supervisord.conf.in").write_text((ETC / "supervisord.conf").read_text())
+    supervisord_run.write_config(config, tmp_path / "supervisord.conf.in")
+    return config
+
+
+def test_the_running_config_is_root_only_with_a_fresh_password(generated):
+    assert generated.stat().st_mode & 0o777 == 0o600
+    first = generated.read_text()
+    supervisord_run.write_config(generated, generated.with_name("supervisord.conf.in"))
+    assert generated.read_text() != first  # a new password at every start
+
+
+def test_supervisord_and_supervisorctl_both_read_the_credentials(generated):
+    from supervisor.options import ClientOptions, ServerOptions
+
+    server = ServerOptions()
+    server.configfile = str(generated)
+    server.process_config(do_usage=False)
+    (http,) = server.configroot.supervisord.server_configs
+    client = ClientOptions()
+    client.configfile = str(generated)
+    client.process_config(do_usage=False)
+    assert http["username"] == client.username == "pytorch-cuda"
+    assert http["password"] == client.password and len(client.password) == 32
+    assert client.serverurl == f"unix://{generated.parent}/supervisor.sock"

@@ -1,0 +1,66 @@
+"""The image installs diskinfo's dependencies from docker/build/requirements.txt, written by hand
+beside pyproject.toml: these tests fail when the two drift, or when the Dockerfile pins a
+package anywhere else."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIREMENTS = ROOT / "docker" / "build" / "requirements.txt"
+# the extras the image carries: `diskinfo report`'s PNG and the shard examples
+IMAGE_EXTRAS = ("report", "shards")
+MARKER = "# diskinfo's dependencies"
+
+
+def _norm(requirement: str) -> str:
+    return re.sub(r"\s+", "", requirement).lower().replace("_", "-")
+
+
+def _requirements() -> tuple[list[str], list[str]]:
+    """(the image's own packages, the diskinfo part) of requirements.txt."""
+    own: list[str] = []
+    diskinfo: list[str] = []
+    target = own
+    for line in REQUIREMENTS.read_text().splitlines():
+        if line.startswith(MARKER):
+            target = diskinfo
+        line = line.split("#", 1)[0].strip()
+        if line:
+            target.append(_norm(line))
+    return own, diskinfo
+
+
+def test_the_diskinfo_part_equals_pyprojects_dependencies_and_image_extras():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = list(project["dependencies"])
+    for extra in IMAGE_EXTRAS:
+        wanted += project["optional-dependencies"][extra]
+    _, diskinfo = _requirements()
+    assert sorted(diskinfo) == sorted(_norm(r) for r in wanted)
+
+
+def test_no_package_is_listed_twice():
+    own, diskinfo = _requirements()
+    names = [re.split(r"[<>=!~;\[]", r)[0] for r in own + diskinfo]
+    assert len(names) == len(set(names)), names
+
+
+def test_the_dockerfile_installs_python_packages_only_from_that_file_and_torch():
+    dockerfile = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    installs = [line for line in dockerfile.splitlines() if "pip-install" in line]
+    installs = [line for line in installs if not line.lstrip().startswith("#")]
+    assert installs, "the Dockerfile no longer uses docker/build/pip-install"
+    for line in installs:
+        command = line.rsplit("pip-install", 1)[1]  # after the bind mount that provides it
+        assert "-r /tmp/requirements.txt" in command or '"${pkgs[@]}"' in command, command
+    # diskinfo itself is installed without dependencies: they all came from the file
+    assert "pip install" not in dockerfile.replace("pip install --no-deps", "")
+
+
+def test_torch_version_is_declared_once():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert len(re.findall(r"^ARG TORCH_VERSION=", dockerfile, re.M)) == 1

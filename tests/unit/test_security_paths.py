@@ -1,0 +1,165 @@
+"""Root's file work in directories others can write (docker/start/safe_paths.py), the hook runner's
+deadline (run_hook.py) and the log tee's sizes: with real links, FIFOs and processes."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import time
+
+import pytest
+
+from tests.helpers.scripts import load
+
+safe_paths = load("safe_paths")
+run_hook = load("run_hook")
+log_tee = load("log_tee", "log-tee.py")
+
+NEEDS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+UID, GID = 4321, 4322
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """A file standing for /etc/shadow: it must keep its owner, mode and content."""
+    path = tmp_path / "etc" / "shadow"
+    path.parent.mkdir()
+    path.write_text("root:secret\n")
+    path.chmod(0o640)
+    return path
+
+
+def _unchanged(path, content="root:secret\n"):
+    st = path.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (os.geteuid(), os.getegid(), 0o640)
+    assert path.read_text() == content
+
+
+@NEEDS_ROOT
+def test_links_in_the_logs_directory_are_removed_never_followed(tmp_path, victim):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "sshd.log").symlink_to(victim)
+    (logs / "train.log.2").symlink_to(tmp_path / "etc" / "new-file")
+    os.mkfifo(logs / "jupyter.log")
+    (logs / "diskinfo.jsonl").write_text("{}\n")
+    os.link(victim, logs / "diskinfo.log")  # a hard link to "/etc/shadow": never handed over
+    (logs / "notes.txt").write_text("mine")
+    notes = safe_paths.prepare_logs(str(logs), UID, GID)
+    _unchanged(victim)
+    assert not (tmp_path / "etc" / "new-file").exists()
+    assert sorted(os.listdir(logs)) == ["diskinfo.jsonl", "notes.txt"]
+    assert (logs / "diskinfo.jsonl").stat().st_uid == UID
+    assert any("sshd.log" in n and "symbolic link" in n for n in notes)
+    assert any("jupyter.log" in n and "FIFO" in n for n in notes)
+    assert (logs.stat().st_uid, logs.stat().st_gid) == (UID, GID)
+    assert (logs / "notes.txt").stat().st_uid == os.geteuid()  # not the project's: left alone
+
+
+@NEEDS_ROOT
+def test_a_logs_directory_that_is_a_link_is_replaced(tmp_path, victim):
+    (tmp_path / "logs").symlink_to(victim.parent)
+    notes = safe_paths.prepare_logs(str(tmp_path / "logs"), UID, GID)
+    assert (tmp_path / "logs").is_dir() and not (tmp_path / "logs").is_symlink()
+    assert victim.parent.stat().st_uid == os.geteuid()
+    _unchanged(victim)
+    assert notes == [
+        f"{tmp_path}/logs was a symbolic link to {victim.parent}:"
+        " replaced with a directory (it must be one)"
+    ]
+
+
+@NEEDS_ROOT
+def test_logs_of_a_run_with_another_uid_are_handed_over(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("diskinfo.log", "diskinfo.jsonl", "train.log", "train.log.1"):
+        (logs / name).write_text("x")
+        os.chown(logs / name, 1000, 100)
+    notes = safe_paths.prepare_logs(str(logs), 1234, 100)
+    assert {(logs / n).stat().st_uid for n in os.listdir(logs)} == {1234}
+    assert notes == [f"{logs}: 4 log file(s) of another uid are now uid 1234's"]
+
+
+@NEEDS_ROOT
+def test_a_link_on_the_way_to_the_logs_is_refused(tmp_path, victim):
+    (tmp_path / "ws").symlink_to(victim.parent)
+    os.chown(tmp_path / "ws", UID, GID, follow_symlinks=False)
+    with pytest.raises(safe_paths.Refused, match="symbolic link in a directory others can write"):
+        safe_paths.prepare_logs(str(tmp_path / "ws" / "logs"), UID, GID)
+    assert not (victim.parent / "logs").exists()
+
+
+@NEEDS_ROOT
+def test_home_chown_skips_links_and_hard_links(tmp_path, victim):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "authorized_keys").symlink_to(victim)
+    (home / "etc").symlink_to(victim.parent)
+    os.link(victim, home / "hard")
+    (home / "own.txt").write_text("x")
+    notes = safe_paths.chown_home(str(home), UID, GID)
+    _unchanged(victim)
+    assert (home / "own.txt").stat().st_uid == UID
+    assert os.lstat(home / "etc").st_uid == os.geteuid()  # links are left as they are
+    assert notes == [f"{home}: 1 hard-linked file(s) left as they were"]
+
+
+def test_reads_are_bounded_regular_files(tmp_path, victim):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    with pytest.raises(safe_paths.Refused, match="a FIFO, not a regular file"):
+        safe_paths.read_small(str(fifo), follow=True)
+    assert time.monotonic() - start < 1
+    (tmp_path / "big").write_bytes(b"x" * 100)
+    with pytest.raises(safe_paths.Refused, match="larger than 10 bytes"):
+        safe_paths.read_small(str(tmp_path / "big"), 10)
+    (tmp_path / "link").symlink_to(victim)
+    with pytest.raises(safe_paths.Refused, match="is a symbolic link"):
+        safe_paths.read_small(str(tmp_path / "link"))
+    assert safe_paths.read_small(str(tmp_path / "link"), follow=True) == b"root:secret\n"
+
+
+def test_a_hook_leaving_a_background_job_is_killed_at_the_deadline(tmp_path):
+    out = io.StringIO()
+    pid_file = tmp_path / "bg.pid"
+    start = time.monotonic()
+    result = run_hook.run(
+        ["sh", "-c", f"echo hi; sleep 600 & echo $! >{pid_file}; echo bye"], 1.5, out
+    )
+    assert time.monotonic() - start < 6
+    assert result == "timeout 0"
+    assert out.getvalue() == "hi\nbye\n"
+    pid = int(pid_file.read_text())
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_hanging_hook_and_its_children_are_killed(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    result = run_hook.run(["sh", "-c", f"sleep 600 & echo $! >{pid_file}; wait"], 1, io.StringIO())
+    assert result == "timeout"
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_quick_hook_reports_its_status_and_detached_jobs_may_stay():
+    assert run_hook.run(["sh", "-c", "exit 3"], 5, io.StringIO()) == "exit 3"
+    start = time.monotonic()
+    assert run_hook.run(["sh", "-c", "sleep 2 >/dev/null 2>&1 &"], 5, io.StringIO()) == "exit 0"
+    assert time.monotonic() - start < 1.5
+
+
+def test_log_tee_takes_sizes_with_units(tmp_path):
+    read, write = os.pipe()
+    os.write(write, b"a" * 3000)
+    os.close(write)
+    path = tmp_path / "train.log"
+    path.write_bytes(b"b" * 2000)
+    log_tee.tee(read, None, str(path), max_bytes=log_tee.parse_size("4K"), backups=2)
+    assert path.read_bytes() == b"a" * 3000
+    assert (tmp_path / "train.log.1").read_bytes() == b"b" * 2000

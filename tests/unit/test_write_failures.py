@@ -1,0 +1,75 @@
+"""Any write failure of the monitor is a loud line: once per kind of failure, again after a
+recovery, sampling never stopped by it. And the one rotation scheme, log-tee's too."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from diskinfo.sinks import rotating
+from diskinfo.sinks.rotating import RotatingFile, rotate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_each_kind_of_failure_is_said_once_and_again_after_a_recovery(tmp_path, monkeypatch):
+    monkeypatch.setattr(rotating, "RETRY_S", 0.0)
+    path = tmp_path / "diskinfo.log"
+    err = io.StringIO()
+    f = RotatingFile(str(path), stderr=err)
+    path.symlink_to("/dev/full")  # ENOSPC
+    assert not f.write("a\n") and not f.write("b\n")
+    path.unlink()
+    path.mkdir()  # EISDIR: another kind, said too
+    assert not f.write("c\n") and not f.write("d\n")
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert "No space left on device" in lines[0] and "Is a directory" in lines[1]
+    assert all(str(path) in line and "sampling goes on" in line for line in lines)
+    path.rmdir()
+    assert f.write("e\n")  # recovered: announced once
+    assert "again (4 lines were dropped)" in err.getvalue()
+    f.close()  # the next write opens the path again
+    path.unlink()
+    path.symlink_to("/dev/full")
+    assert not f.write("f\n")  # the same kind as before, but after a recovery: news again
+    assert err.getvalue().count("No space left on device") == 2
+
+
+def test_rotate_shifts_backups_and_drops_the_oldest(tmp_path):
+    path = tmp_path / "train.log"
+    for generation in range(4):
+        path.write_text(f"gen{generation}\n")
+        rotate(str(path), backups=2)
+    assert sorted(os.listdir(tmp_path)) == ["train.log.1", "train.log.2"]
+    assert (tmp_path / "train.log.1").read_text() == "gen3\n"
+    assert (tmp_path / "train.log.2").read_text() == "gen2\n"
+    path.write_text("x\n")
+    rotate(str(path), backups=0)
+    assert path.read_text() == ""
+
+
+def test_log_tee_passes_bytes_through_and_rotates_with_the_shared_scheme(tmp_path):
+    log = tmp_path / "train.log"
+    data = b"".join(b"line %04d\n" % i for i in range(600))  # 6000 bytes
+    tee = subprocess.Popen(
+        [sys.executable, str(ROOT / "docker/run/log-tee.py"), str(log)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "TRAIN_LOG_MAX_BYTES": "1000", "TRAIN_LOG_BACKUPS": "2"},
+    )
+    assert tee.stdin is not None
+    for start in range(0, len(data), 300):  # separate reads, as a program's output arrives
+        tee.stdin.write(data[start : start + 300])
+        tee.stdin.flush()
+        time.sleep(0.02)
+    out, _ = tee.communicate(timeout=30)
+    assert tee.returncode == 0 and out == data
+    assert sorted(os.listdir(tmp_path)) == ["train.log", "train.log.1", "train.log.2"]
+    names = ("train.log.2", "train.log.1", "train.log")
+    kept = b"".join((tmp_path / n).read_bytes() for n in names)
+    assert data.endswith(kept) and all(p.stat().st_size <= 1000 for p in tmp_path.iterdir())
