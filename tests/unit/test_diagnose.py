@@ -193,6 +193,10 @@ def test_the_interval_the_loop_starts_in_is_not_judged_on_start_up_reads():
     ended.procs = []
     diag(ended)
     assert diag(rec(loader=loader(0.6, elapsed=1.0), devices=busy)).interval_cause == "starting"
+    later = Diagnoser(BASE)  # the loop ran half of its first interval (seen in a real start)
+    assert later(rec(loader=loader(0.6, elapsed=2.6), devices=busy)).interval_cause == "starting"
+    # the next interval is judged even when the wrapper's publishing leaves part of it out
+    assert later(rec(loader=loader(0.6, elapsed=2.6), devices=busy)).verdict == INPUT_SMALL_FILES
     dying = Diagnoser(BASE)(rec(loader=loader(0.6, errors=1, elapsed=1.0), devices=busy))
     assert dying.interval_cause != "starting"  # worker deaths are judged at once
 

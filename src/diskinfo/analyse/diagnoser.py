@@ -65,7 +65,8 @@ class Diagnoser:
         self._hysteresis = Hysteresis(t.verdict_hold() if hold is None else hold)
         self._latest: dict[str, Verdict] = {}  # verdict name -> its latest interval's Verdict
         self._training_s = 0.0
-        self._loop_judged = False  # has the loop covered most of an interval since it started?
+        self._loop_judged = False  # is the loop past its first interval (or covered all of it)?
+        self._loop_seen = False  # has the loop published figures since the command started?
         self._noted: set[str] = set()
 
     def _hold(self, key: str, condition: bool, elapsed: float) -> float:
@@ -121,17 +122,19 @@ class Diagnoser:
 
     def _loop_start(self, record: IntervalRecord, own: Verdict) -> Verdict:
         """`unknown (starting)` for the loop's first interval when the loop ran for less than
-        LOOP_START_COVER of it; judged from the next. Not when workers died: their fix (a
-        larger /dev/shm) is no start-up artifact. Reset when the training command ends."""
+        LOOP_START_COVER of it; every later interval is judged (however the wrapper's
+        publishing splits it). Not when workers died: their fix (a larger /dev/shm) is no
+        start-up artifact. Reset when the training command ends."""
         loader = record.loader
         if not record.procs and loader is None:
-            self._loop_judged = False
+            self._loop_judged = self._loop_seen = False
             return own
         if loader is None or self._loop_judged or loader.worker_errors:
             return own  # a worker death is a fact, whatever the share of the interval
         ran = (loader.wait_s + loader.step_s) / max(loader.processes, 1)
         cover = ran / record.elapsed_s if record.elapsed_s > 0 else 1.0
-        if cover >= t.LOOP_START_COVER:
+        first, self._loop_seen = not self._loop_seen, True
+        if cover >= t.LOOP_START_COVER or not first:
             self._loop_judged = True
             return own
         return dataclasses.replace(

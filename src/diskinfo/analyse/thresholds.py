@@ -69,8 +69,9 @@ STALE_MIN_S = 15.0
 # --- stability ---
 VERDICT_HOLD_DEFAULT = 2  # intervals another verdict must be decided in a row before it is held
 WRAP_HINT_AFTER_S = 60.0  # a training command without loop figures this long: "wrap it"
-# the loop's first interval is judged only if the loop ran this share of it (else: starting)
-LOOP_START_COVER = 0.5
+# the loop's first interval is judged only if the loop ran this share of it (else: starting);
+# a loop that began mid-interval leaves the command's start-up reads (torch's import) in it
+LOOP_START_COVER = 0.9
 SUMMARY_INTERVAL_S_DEFAULT = 300.0
 
 
