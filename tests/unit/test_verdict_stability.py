@@ -109,6 +109,9 @@ def test_small_files_are_named_without_a_baseline_and_the_bench_hint_is_said_onc
     assert out[0].verdict == INPUT_SMALL_FILES and out[0].cause == "small-files"
     assert out[0].notes == ["no measured bandwidth for loop0: run `diskinfo bench /data`"]
     assert out[1].notes == [] and out[2].notes == []
+    busy = HostFigures(cpu_busy=100, cpu_count=2, mem_available_mb=20000)
+    cpu = Diagnoser({}, hold=2)(_rec(loader=_loader(0.6, workers=2), cpu=busy))
+    assert cpu.verdict == INPUT_CPU and cpu.notes == []  # the disk is not the suspect
 
 
 def test_the_wrap_hint_waits_for_a_training_command_that_runs_a_while():

@@ -22,7 +22,7 @@ from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.signals import busiest_device, watched
 from diskinfo.analyse.verdict import decide
-from diskinfo.record import UNKNOWN, IntervalRecord, Verdict
+from diskinfo.record import INPUT_CPU, UNKNOWN, IntervalRecord, Verdict
 
 
 class Hysteresis:
@@ -106,8 +106,9 @@ class Diagnoser:
         if changed:
             verdict.held_s = elapsed
         disk = busiest_device(record)
-        if (
+        if (  # the disk's measured bandwidth matters only where the reads are the suspect
             own.verdict.startswith("input-bound")
+            and own.verdict != INPUT_CPU
             and disk is not None
             and disk.device not in baselines
         ):
