@@ -65,8 +65,7 @@ class Diagnoser:
         self._hysteresis = Hysteresis(t.verdict_hold() if hold is None else hold)
         self._latest: dict[str, Verdict] = {}  # verdict name -> its latest interval's Verdict
         self._training_s = 0.0
-        self._loop_judged = False  # is the loop past its first interval (or covered all of it)?
-        self._loop_seen = False  # has the loop published figures since the command started?
+        self._loop_seen = False  # has the loop's first interval been judged or said "starting"?
         self._noted: set[str] = set()
 
     def _hold(self, key: str, condition: bool, elapsed: float) -> float:
@@ -128,15 +127,14 @@ class Diagnoser:
         start-up artifact. Reset when the training command ends."""
         loader = record.loader
         if not record.procs and loader is None:
-            self._loop_judged = self._loop_seen = False
+            self._loop_seen = False
             return own
-        if loader is None or self._loop_judged or loader.worker_errors:
+        if loader is None or self._loop_seen or loader.worker_errors:
             return own  # a worker death is a fact, whatever the share of the interval
+        self._loop_seen = True
         ran = (loader.wait_s + loader.step_s) / max(loader.processes, 1)
         cover = ran / record.elapsed_s if record.elapsed_s > 0 else 1.0
-        first, self._loop_seen = not self._loop_seen, True
-        if cover >= t.LOOP_START_COVER or not first:
-            self._loop_judged = True
+        if cover >= t.LOOP_START_COVER:
             return own
         return dataclasses.replace(
             own,

@@ -7,6 +7,7 @@ measurement can settle (the best num_workers, prefetch_factor) points to `diskin
 
 from __future__ import annotations
 
+from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.signals import Signals, read_caps
 from diskinfo.record import (
     COMPUTE_BOUND,
@@ -52,7 +53,7 @@ def workers_fix(s: Signals) -> str | None:
         current = s.workers
     if cores and current is not None and current >= cores:
         return None
-    if s.cpu_busy is not None and s.cpu_busy >= 90.0 and current:
+    if s.cpu_busy is not None and s.cpu_busy >= t.CPU_SATURATED_PCT and current:
         return None  # every core is busy: more workers share the same cores
     suggest = max(2, 2 * (current or 0))
     if cores:

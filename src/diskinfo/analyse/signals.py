@@ -9,7 +9,7 @@ traffic), the busiest.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
@@ -41,7 +41,10 @@ def top_devices(devices: list[DeviceFigures]) -> list[DeviceFigures]:
 
 def busiest_device(record: IntervalRecord) -> DeviceFigures | None:
     """The top device with the highest (%util, MB/s, r/s): the one the verdict names."""
-    tops = top_devices(record.devices)
+    return _busiest(top_devices(record.devices))
+
+
+def _busiest(tops: list[DeviceFigures]) -> DeviceFigures | None:
     return max(tops, key=lambda d: (d.util, d.rmb_s, d.r_s)) if tops else None
 
 
@@ -117,7 +120,6 @@ class Signals:
     capped: CgroupIO | None = None  # this container's reads at its cgroup's limit
     worker_wants: float | None = None  # worker_cpu + the time they waited for a CPU
     main_wants: float | None = None
-    cgroup: list[CgroupIO] = field(default_factory=list)
     # derived once
     severity: str = ""
     gpu_starved: bool = False
@@ -177,10 +179,11 @@ def signals(
             t.LOOP_ACTIVE_SHARE * per_process
         )
         share = loader.wait_share if active else None
-    disk = busiest_device(record)
+    tops = top_devices(record.devices)
+    disk = _busiest(tops)
     gpu = most_starved(record.gpus)
     cpu_busy, cores, scope = _cpu(record.cpu)
-    devices = {d.device for d in top_devices(record.devices)}
+    devices = {d.device for d in tops}
     own = [c for c in record.cgroup_io if c.device in devices]
     return Signals(
         share=share,
@@ -196,7 +199,6 @@ def signals(
         main_wants=_mean_cpu(record.procs, "main", wanted=True),
         procs=record.procs,
         capped=next((c for c in record.cgroup_io if read_caps(c)), None),
-        cgroup=record.cgroup_io,
         severity=severity_of(share),
         gpu_starved=gpu is not None
         and (gpu.idle_fraction >= t.GPU_STARVED_IDLE_FRACTION or gpu.pulsing >= t.GPU_PULSING),

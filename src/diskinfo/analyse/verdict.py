@@ -270,8 +270,9 @@ def cause_of(s: Signals) -> tuple[str, str, list[str]]:
     why = "the loop waits for data while the disk is not busy"
     h = s.host
     if s.cpu_scope == "container" and h is not None and h.cpu_busy >= t.CPU_SATURATED_PCT:
+        busy = t.shown(s.cpu_busy or 0, t.CPU_SATURATED_PCT)
         why += (
-            f" and this container's CPU is not saturated ({t.shown(s.cpu_busy or 0, 90)}% of "
+            f" and this container's CPU is not saturated ({busy}% of "
             f"{s.cpu_cores or 0:g} cores); the host is {h.cpu_busy:.0f}% busy with other work, "
             "which may slow its loaders"
         )
@@ -357,21 +358,19 @@ def decide(
         verdict, cause, summary = _not_input_bound(s, gpu_idle)
 
     fixes = fixes_for(verdict, cause, s)
-    host = s.host
     errors = s.loader.worker_errors if s.loader is not None else 0
-    if errors and host is not None and host.shm_total_mb is not None:
-        if host.shm_total_mb < t.shm_min_mb():
+    if errors:
+        shm = s.host.shm_total_mb if s.host is not None else None
+        if shm is not None and shm < t.shm_min_mb():
             ev.insert(
                 0,
                 f"{errors} DataLoader worker death(s) with /dev/shm only "
-                f"{host.shm_total_mb:.0f} MB (under SHM_MIN_MB={t.shm_min_mb():g})",
+                f"{shm:.0f} MB (under SHM_MIN_MB={t.shm_min_mb():g})",
             )
             fixes.insert(0, SHM_FIX)
             summary = f"{SHM_FIX}; {summary}"
         else:
             ev.insert(0, f"{errors} DataLoader worker death(s)")
-    elif errors:
-        ev.insert(0, f"{errors} DataLoader worker death(s)")
     return Verdict(
         verdict=verdict,
         summary=summary,

@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass
 
 from diskinfo.sources.sysfs import SysFs
+from diskinfo.units import SECTOR_BYTES
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def read_identity(name: str, sysfs: SysFs | None = None) -> DeviceIdentity | Non
         model=_first(sysfs, f"{whole}/device/model"),
         serial=serial,
         wwid=wwid,
-        size_bytes=int(size) * 512 if size.isdigit() else 0,  # 512-byte sectors, always
+        size_bytes=int(size) * SECTOR_BYTES if size.isdigit() else 0,
         partition=partition,
         location="" if serial or wwid else rel,
     )

@@ -259,24 +259,33 @@ def _join(mount: Mount, path: str) -> str:
     return posixpath.normpath(posixpath.join(mount.mountpoint, rel))
 
 
+def v1_mount(mounts: list[Mount], controller: str) -> Mount | None:
+    """The (last) cgroup v1 hierarchy that carries `controller`."""
+    return next(
+        (
+            m
+            for m in reversed(mounts)
+            if m.fstype == "cgroup" and controller in m.super_options.split(",")
+        ),
+        None,
+    )
+
+
+def v2_mount(mounts: list[Mount]) -> Mount | None:
+    return next((m for m in reversed(mounts) if m.fstype == "cgroup2"), None)
+
+
 def locate(memberships: list[Membership], mounts: list[Mount]) -> list[Location]:
     """The v2 directory first (if there is a cgroup2 mount), then the v1 blkio directory."""
     out = []
     v2 = next((m for m in memberships if m.v2), None)
     blkio = next((m for m in memberships if "blkio" in m.controllers), None)
     if v2 is not None:
-        mount = next((m for m in reversed(mounts) if m.fstype == "cgroup2"), None)
+        mount = v2_mount(mounts)
         if mount is not None:
             out.append(Location(2, _join(mount, v2.path), v2.path))
     if blkio is not None:
-        mount = next(
-            (
-                m
-                for m in reversed(mounts)
-                if m.fstype == "cgroup" and "blkio" in m.super_options.split(",")
-            ),
-            None,
-        )
+        mount = v1_mount(mounts, "blkio")
         if mount is not None:
             out.append(Location(1, _join(mount, blkio.path), blkio.path))
     return out

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 
 from diskinfo.sources import ParseError
-from diskinfo.sources.cgroup import Membership, _join
+from diskinfo.sources.cgroup import Membership, _join, v1_mount, v2_mount
 from diskinfo.sources.mountinfo import Mount
 from diskinfo.sources.procfile import ProcFile
 
@@ -87,27 +87,16 @@ def parse_v1_usage(text: str) -> float:
     return int(value) / 1e9
 
 
-def _mount_of(mounts: list[Mount], controller: str) -> Mount | None:
-    return next(
-        (
-            m
-            for m in reversed(mounts)
-            if m.fstype == "cgroup" and controller in m.super_options.split(",")
-        ),
-        None,
-    )
-
-
 def locate_cpu(memberships: list[Membership], mounts: list[Mount]) -> CpuLocation | None:
     """v1 cpuacct (+ cpu for the quota) where mounted, else the v2 directory."""
     acct = next((m for m in memberships if "cpuacct" in m.controllers), None)
-    acct_mount = _mount_of(mounts, "cpuacct")
+    acct_mount = v1_mount(mounts, "cpuacct")
     if acct is not None and acct_mount is not None:
         cpu = next((m for m in memberships if "cpu" in m.controllers), acct)
-        cpu_mount = _mount_of(mounts, "cpu") or acct_mount
+        cpu_mount = v1_mount(mounts, "cpu") or acct_mount
         return CpuLocation(1, _join(acct_mount, acct.path), _join(cpu_mount, cpu.path), acct.path)
     v2 = next((m for m in memberships if m.v2), None)
-    mount = next((m for m in reversed(mounts) if m.fstype == "cgroup2"), None)
+    mount = v2_mount(mounts)
     if v2 is not None and mount is not None:
         directory = _join(mount, v2.path)
         return CpuLocation(2, directory, directory, v2.path)
