@@ -156,3 +156,14 @@ class StateReader:
         settled = stamp is not None and listed_at - stamp[1] >= self.SETTLED_NS
         self._stamp = stamp if settled else None
         return dict(self._states)
+
+
+def pid_alive(pid: int) -> bool:
+    """Signal 0: a process that exists, whoever's it is."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True

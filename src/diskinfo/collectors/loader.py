@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from diskinfo import loader_state
 from diskinfo.collectors import BaseCollector
-from diskinfo.loader_state import LoaderCounters
+from diskinfo.loader_state import LoaderCounters, pid_alive
 from diskinfo.record import IntervalRecord, LoaderFigures
 
 
@@ -52,16 +51,6 @@ def interval_figures(
     fig.wait_share = fig.wait_s / busy if busy > 0 else 0.0
     fig.batches_s = fig.batches / elapsed_s if elapsed_s > 0 else 0.0
     return fig
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
 
 
 def live_states(

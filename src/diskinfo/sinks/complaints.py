@@ -17,20 +17,15 @@ class SayOnce:
     def __init__(self) -> None:
         self._said: set[str] = set()
 
-    def __call__(self, kind: str, text: str, stream: TextIO | None = None) -> bool:
-        """Say `text` unless `kind` was said since the last reset; True if it was said now."""
-        if kind in self._said:
-            return False
-        self._said.add(kind)
-        warn(text, stream)
-        return True
+    def __call__(self, kind: str, text: str, stream: TextIO | None = None) -> None:
+        """Say `text` unless `kind` was said since the last reset."""
+        if kind not in self._said:
+            self._said.add(kind)
+            warn(text, stream)
 
     def reset(self) -> None:
         """Writing works again: the next failure of any kind is news."""
         self._said.clear()
-
-    def __bool__(self) -> bool:
-        return bool(self._said)
 
 
 def kind_of(exc: BaseException) -> str:

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import sys
-import time
 from pathlib import Path
 from typing import TextIO
 
 from diskinfo.fileio import write_atomic
-from diskinfo.loader_state import state_dir
+from diskinfo.loader_state import pid_alive, state_dir
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.complaints import SayOnce, kind_of
+from diskinfo.sinks.owner import owner_text, parse_owner
 
 FILENAME = "heartbeat"
 
@@ -40,18 +39,13 @@ def read(path: Path) -> dict[str, str]:
             text = f.read(4096)
     except OSError:
         return {}
-    pairs = (line.partition("=") for line in text.splitlines())
-    return {key: value for key, sep, value in pairs if sep}
+    return parse_owner(text)
 
 
 def _monitor_alive(pid: int) -> bool:
     """Is pid a live diskinfo process (not a dead monitor's number, reused by another)?"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        pass  # someone else's process, alive
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return b"diskinfo" in f.read()
@@ -77,11 +71,7 @@ class HeartbeatSink:
         self._say = SayOnce()
 
     def text(self) -> str:
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        return (
-            f"pid={os.getpid()}\nhost={socket.gethostname()}\ninterval_s={self.interval:g}\n"
-            f"started={started}\ncommand={self.command[:500]}\n"
-        )
+        return owner_text(self.command, interval_s=f"{self.interval:g}")
 
     def _other_owner(self) -> int | None:
         """The PID of another live monitor that owns the heartbeat, if any."""

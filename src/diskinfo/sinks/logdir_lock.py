@@ -14,13 +14,12 @@ import contextlib
 import fcntl
 import os
 import socket
-import sys
-import time
 from typing import TextIO
 
 from diskinfo.errors import UserError
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.complaints import warn
+from diskinfo.sinks.owner import owner_text, parse_owner
 
 FILENAME = "diskinfo.lock"
 
@@ -33,7 +32,7 @@ def _holder(fd: int, here: str) -> str:
         text = os.read(fd, 4096).decode("utf-8", "replace")
     except OSError:
         text = ""
-    info = dict(line.partition("=")[::2] for line in text.splitlines() if "=" in line)
+    info = parse_owner(text)
     pid = info.get("pid", "?")
     command = info.get("command", "")
     if pid.isdigit() and info.get("host", here) == here:
@@ -77,12 +76,9 @@ class LogDirLock:
                 exit_code=1,
             ) from None
         self._fd = fd
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        command = " ".join(sys.argv)[:500]
-        text = f"pid={os.getpid()}\nhost={here}\nstarted={started}\ncommand={command}\n"
         with contextlib.suppress(OSError):  # read-only descriptor: held, just not described
             os.ftruncate(fd, 0)
-            os.pwrite(fd, text.encode(), 0)
+            os.pwrite(fd, owner_text().encode(), 0)
 
     @property
     def held(self) -> bool:

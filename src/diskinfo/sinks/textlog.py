@@ -119,11 +119,11 @@ class VerdictLog:
         self.held: str | None = None
         self.since_summary = 0.0
         self.decided: collections.Counter[str] = collections.Counter()
-        self.shares: list[tuple[float, float]] = []  # (data-wait share, seconds)
-        self.warned: set[str] = set()
+        self.wait_s = 0.0  # data-wait share x seconds, summed since the last line
+        self.judged_s = 0.0  # seconds with a data-wait share
 
     def lines(self, record: IntervalRecord) -> list[str]:
-        """(kind, line) lines for this record: kinds "verdict", "summary", "note", "warning"."""
+        """This record's [Verdict], [Summary], [Note] and [warning] lines."""
         v = record.verdict
         if v is None:
             return []
@@ -132,16 +132,16 @@ class VerdictLog:
         self.since_summary += elapsed
         self.decided[v.interval_verdict or v.verdict] += 1
         if v.input_share is not None:
-            self.shares.append((v.input_share, elapsed))
+            self.wait_s += v.input_share * elapsed
+            self.judged_s += elapsed
         if v.verdict != self.held:
             fix = f" | try: {v.fixes[0]}" if v.fixes else ""
             was = f" (was {self.held})" if self.held is not None else ""
             out.append(f"[Verdict] {v.verdict}: {v.summary}{was}{fix}")
             self.held = v.verdict
+            self._reset()
         elif self.since_summary >= self.summary_s:
             out.append(self._summary(v.verdict, v.held_s, v.summary))
-        if out and out[-1].startswith("[Verdict]"):
-            self._reset()
         out += [f"[Note] {n}" for n in v.notes]
         out += [f"[warning] {w}" for w in v.warnings]
         return out
@@ -149,10 +149,9 @@ class VerdictLog:
     def _summary(self, held: str, held_s: float, why: str) -> str:
         total = sum(self.decided.values())
         agree = self.decided[held] / total if total else 0.0
-        weight = sum(s for _, s in self.shares)
         wait = (
-            f", data-wait {sum(x * s for x, s in self.shares) / weight * 100:.0f}% of step time"
-            if weight
+            f", data-wait {self.wait_s / self.judged_s * 100:.0f}% of step time"
+            if self.judged_s
             else ""
         )
         line = (
@@ -165,7 +164,7 @@ class VerdictLog:
     def _reset(self) -> None:
         self.since_summary = 0.0
         self.decided.clear()
-        self.shares.clear()
+        self.wait_s = self.judged_s = 0.0
 
 
 def lines(record: IntervalRecord) -> list[str]:
@@ -197,6 +196,7 @@ class TextLogSink:
         if console not in CONSOLES:
             raise ValueError(f"console must be one of {', '.join(CONSOLES)}, got {console!r}")
         self.path = os.path.join(log_dir, FILENAME)
+        self._where = os.path.abspath(self.path)  # named in every console line
         self.file = RotatingFile(self.path, max_bytes, backups)
         self.echo = echo  # e.g. sys.stdout; None: file only
         self.console = console
@@ -214,8 +214,7 @@ class TextLogSink:
                     continue
                 self._warned.add(key)
             out.append(line)
-        where = os.path.abspath(self.path)
-        return [f"{line} (details: {where})" for line in out]
+        return [f"{line} (details: {self._where})" for line in out]
 
     def write(self, record: IntervalRecord) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.ts))

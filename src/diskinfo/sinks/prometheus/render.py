@@ -41,6 +41,11 @@ class _Totals:
     loader: dict[str, float] | None = None
     verdict_s: dict[str, float] = field(default_factory=dict)
 
+    def copy(self) -> _Totals:
+        """A snapshot the scrape thread can render while the sampler adds to the original."""
+        loader = dict(self.loader) if self.loader is not None else None
+        return _Totals(self.records, loader, dict(self.verdict_s))
+
     def add(self, record: IntervalRecord) -> None:
         self.records += 1
         if record.loader is not None:

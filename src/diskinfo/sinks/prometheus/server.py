@@ -53,12 +53,7 @@ class PrometheusSink:
 
     def _snapshot(self) -> tuple[IntervalRecord | None, _Totals]:
         with self._lock:
-            totals = _Totals(
-                self._totals.records,
-                dict(self._totals.loader) if self._totals.loader is not None else None,
-                dict(self._totals.verdict_s),
-            )
-            return self._latest, totals
+            return self._latest, self._totals.copy()
 
     def status(self) -> dict[str, Any]:
         with self._lock:
