@@ -216,7 +216,12 @@ class ShardDataset(torch.utils.data.IterableDataset):
         """Samples each consumer reads in one epoch, before `even` (needs the manifest)."""
         if self.counts is None:
             raise ValueError("per-consumer shares need the pack's manifest")
-        order = self._order(self.epoch + self.passes if epoch is None else epoch)
+        return self._shares(
+            self._order(self.epoch + self.passes if epoch is None else epoch), consumers
+        )
+
+    def _shares(self, order: list[int], consumers: int) -> list[int]:
+        assert self.counts is not None
         if len(order) >= consumers:
             return [sum(self.counts[i] for i in order[c::consumers]) for c in range(consumers)]
         total = sum(self.counts)
@@ -236,26 +241,27 @@ class ShardDataset(torch.utils.data.IterableDataset):
         epoch = self.epoch + self.passes
         self.passes += 1
         order = self._order(epoch)
+        shares = self._shares(order, consumers) if self.even is not None else None
         if me == 0 and epoch == 0:
-            self._warn_once(consumers)
+            self._warn_once(consumers, shares)
         stream = self._read(order, me, consumers)
-        if self.even is not None:
-            shares = self.shares(consumers, epoch)
-            target = min(shares) if self.even == "drop" else max(shares)
+        if shares is not None and self.even == "drop":  # everyone stops at the smallest share
+            stream = itertools.islice(stream, min(shares))
+        elif shares is not None:  # "pad": everyone reads the largest share, re-reading its own
             if shares[me]:
                 again = itertools.chain.from_iterable(
                     self._read(order, me, consumers) for _ in itertools.count()
                 )
             else:  # fewer samples than consumers: pad from the whole set
                 again = itertools.cycle(self._read(order, 0, 1))
-            stream = itertools.islice(itertools.chain(stream, again), target)
+            stream = itertools.islice(itertools.chain(stream, again), max(shares))
         if self.shuffle_buffer:
             seed = f"{self.seed}/{epoch}/{rank}/{worker}"
             stream = buffer_shuffle(stream, self.shuffle_buffer, random.Random(seed))
         for sample in stream:
             yield sample if self.transform is None else self.transform(sample)
 
-    def _warn_once(self, consumers: int) -> None:
+    def _warn_once(self, consumers: int, shares: list[int] | None) -> None:
         """On the first epoch's first consumer only: fewer shards than readers, or `even`
         leaving out much of the data."""
         if len(self.shards) < consumers:
@@ -264,11 +270,12 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 f"reader streams all shards; repack with `diskinfo pack --readers {consumers}`",
                 stacklevel=3,
             )
-        elif self.even == "drop" and self.counts:
-            left_out = sum(self.counts) - min(self.shares(consumers, 0)) * consumers
-            if left_out > 0.05 * sum(self.counts):
+        elif self.even == "drop" and shares:
+            total = sum(shares)
+            left_out = total - min(shares) * consumers
+            if left_out > 0.05 * total:
                 warnings.warn(
-                    f'even="drop" leaves out {left_out} of {sum(self.counts)} samples per '
+                    f'even="drop" leaves out {left_out} of {total} samples per '
                     f"epoch ({len(self.shards)} shards over {consumers} readers); repack with "
                     f"`diskinfo pack --readers {consumers}`",
                     stacklevel=3,

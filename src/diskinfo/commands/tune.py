@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         current=args.current,
         exhaustive=args.exhaustive,
     )
-    bar = Bar("tuning", sys.stderr, sys.stderr.isatty() if args.progress is None else args.progress)
+    bar = Bar("tuning", sys.stderr, args.progress)
     try:
         outcome = tune(opts, lambda share, text: bar.update(share, text, force=True))
     except BaseException:

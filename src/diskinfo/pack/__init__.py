@@ -67,10 +67,11 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def _ours(name: str) -> bool:
+    """A pack's files, and the temp files of its writes (write_atomic's `.NAME.XXXX.tmp`)."""
     return (
         (name.startswith("shard-") and name.endswith(".tar"))
-        or (name.startswith(".shard-") and name.endswith(".tmp"))
-        or name in (MANIFEST, STATE, f".{MANIFEST}.tmp", f".{STATE}.tmp")
+        or name in (MANIFEST, STATE)
+        or (name.startswith((".shard-", f".{MANIFEST}.", f".{STATE}.")) and name.endswith(".tmp"))
     )
 
 
@@ -135,12 +136,12 @@ def pack(
     samples = list(found.samples)
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(samples)
-    count, rule = shard_count(samples, shards=shards, readers=readers, shard_size=shard_size)
+    total = sum(s.nbytes for s in samples)
+    count, rule = shard_count(samples, total, shards=shards, readers=readers, shard_size=shard_size)
     groups = plan(samples, count)
     plan_id = fingerprint(groups, shuffle_seed)
     state = prepare_dest(dest, plan_id, force, lambda line: print(line, file=out))
-    total = sum(s.nbytes for s in samples)
-    bar = Progress(len(samples), total, out, out.isatty() if progress is None else progress)
+    bar = Progress(len(samples), total, out, progress)
     try:
         write_json_atomic(dest / STATE, state)
         records = []
@@ -156,7 +157,7 @@ def pack(
             state["done"][name] = records[-1]
             write_json_atomic(dest / STATE, state)
             bar.advance(len(group), nbytes)
-        settings = {"rule": rule, "readers": readers, "shard_size": shard_size}
+        settings = {"rule": rule, "readers": readers, "shard_size": shard_size, "bytes": total}
         manifest = _manifest(src, found, records, settings, shuffle_seed)
         write_json_atomic(dest / MANIFEST, manifest)
         (dest / STATE).unlink()
@@ -192,7 +193,7 @@ def _manifest(
         "source": str(src.resolve()),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "samples": len(found.samples),
-        "bytes": sum(s.nbytes for s in found.samples),
+        "bytes": settings["bytes"],
         "classes": found.classes,
         "class_counts": {name: classes[name] for name in found.classes},
         "extensions": dict(sorted(extensions.items())),

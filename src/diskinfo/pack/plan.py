@@ -36,18 +36,19 @@ MIN_SHARD_BYTES = 16 * 2**20
 
 def shard_count(
     samples: list[Sample],
+    nbytes: int,
     *,
     shards: int | None = None,
     readers: int | None = None,
     shard_size: int | None = None,
 ) -> tuple[int, str]:
-    """(number of shards, the rule that chose it, in words for the manifest)."""
+    """(number of shards, the rule that chose it, in words for the manifest); nbytes: the
+    samples' total size."""
     given = [name for name, v in (("--shards", shards), ("--readers", readers),
                                   ("--shard-size", shard_size)) if v is not None]  # fmt: skip
     if len(given) > 1:
         raise UserError(f"give one of {' and '.join(given)}: each sets the shard count")
     n = len(samples)
-    nbytes = sum(s.nbytes for s in samples)
     if shards is not None:
         if shards < 1:
             raise UserError(f"--shards must be at least 1, got {shards}")

@@ -13,9 +13,12 @@ WIDTH = 30
 
 
 class Bar:
-    def __init__(self, label: str, stream: TextIO, enabled: bool) -> None:
-        self.label, self.stream, self.enabled = label, stream, enabled
-        self.tty = enabled and stream.isatty()
+    def __init__(self, label: str, stream: TextIO, enabled: bool | None = None) -> None:
+        """enabled None: only on a terminal."""
+        tty = stream.isatty()
+        self.label, self.stream = label, stream
+        self.enabled = tty if enabled is None else enabled
+        self.tty = self.enabled and tty
         self._last = time.monotonic()
         self.drawn = False
 
@@ -46,7 +49,7 @@ class Bar:
 class Progress:
     """Packing's bar: samples and bytes done, the write rate and the time left."""
 
-    def __init__(self, samples: int, nbytes: int, stream: TextIO, enabled: bool) -> None:
+    def __init__(self, samples: int, nbytes: int, stream: TextIO, enabled: bool | None) -> None:
         self.samples, self.nbytes = samples, nbytes
         self.bar = Bar("packing", stream, enabled)
         self.done_samples = self.done_bytes = self.skipped_bytes = 0

@@ -127,7 +127,8 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
     gpu = torch.cuda.is_available()
     if not gpu:
         current = replace(current, pin_memory=False)
-    top = opts.max_workers or grid.cores()
+    cores = grid.cores()
+    top = opts.max_workers or cores
     try:
         epoch: int | None = len(files.dataset)
     except TypeError:
@@ -187,7 +188,7 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
         if opts.cold
         else f"{runner.cache} after a first pass over the data",
         "gpu": gpu,
-        "cores": grid.cores(),
+        "cores": cores,
         "step_ms": opts.step_ms,
         "pack": str(Path(opts.pack).resolve()) if opts.pack else None,
     }

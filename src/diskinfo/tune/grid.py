@@ -13,6 +13,8 @@ import itertools
 import os
 from dataclasses import asdict, dataclass, replace
 
+from diskinfo.collectors.host import cpuset_cores
+
 PREFETCH = (2, 4)
 
 
@@ -57,7 +59,7 @@ def normal(setting: Setting) -> Setting:
 
 
 def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cpuset_cores(os.cpu_count() or 1)
 
 
 def ladder(top: int) -> list[int]:
