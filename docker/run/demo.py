@@ -160,10 +160,11 @@ def report(phase: Phase, jsonl: Path, wait_s: float) -> bool:
     if phase.reported or not phase.start:
         return phase.reported
     until = phase.end or time.time()
-    recs = records(jsonl, phase.start, until)
+    since_start = records(jsonl, phase.start, 1e18)  # one read of the file per call
+    recs = [r for r in since_start if r.get("ts", 0) <= until + 0.5]
     name = settled(recs)
     if name is None and phase.end:
-        recorded = any(r.get("ts", 0) >= phase.end - 0.5 for r in records(jsonl, phase.start, 1e18))
+        recorded = any(r.get("ts", 0) >= phase.end - 0.5 for r in since_start)
         if not recorded and time.time() < phase.end + wait_s:
             return False
         names = [r["verdict"]["verdict"] for r in recs if r.get("verdict")]

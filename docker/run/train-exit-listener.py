@@ -50,7 +50,7 @@ def handle(event: str, payload: dict[str, str], keep_alive: bool, state: Path = 
 
 
 def main() -> None:
-    keep_alive = os.environ.get("KEEP_ALIVE", "0") not in ("", "0", "false", "no")
+    keep_alive = os.environ.get("KEEP_ALIVE") == "1"  # 01-settings.sh made it 1 or 0
     while True:
         sys.stdout.write("READY\n")
         sys.stdout.flush()

@@ -4,7 +4,7 @@
 # values are exported in canonical form (NB_UID=0100 -> 100, TRAIN_LOG_MAX_BYTES=50M ->
 # 52428800, JUPYTER_ENABLE=true -> 1), and DISKINFO_PATHS' entries go, NUL-separated, to
 # $STARTUP_STATE_DIR/diskinfo-paths for the monitor.
-# Exports: the settings that are set. Defines is_secret_name for 60-ssh-env.sh, 80-secrets.sh.
+# Exports: the settings that are set. Defines is_secret_name for 60-ssh-env.sh, 95-secrets.sh.
 settings_out=$STARTUP_STATE_DIR/settings.env
 if ! settings_error=$(python3 "$PYTORCH_CUDA_LIB/settings.py" \
   --paths-file "$STARTUP_STATE_DIR/diskinfo-paths" 2>&1 >"$settings_out"); then
