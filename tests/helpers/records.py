@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from diskinfo.record import (
@@ -227,3 +229,9 @@ def full_record(secret: str = "", **over: Any) -> IntervalRecord:
     for key, value in over.items():
         setattr(rec, key, value)
     return rec
+
+
+def write_run(path: Path, records: list[IntervalRecord]) -> Path:
+    """The records as a monitor's JSONL file."""
+    path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records))
+    return path

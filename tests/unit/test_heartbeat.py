@@ -41,9 +41,8 @@ def test_another_live_monitors_heartbeat_is_left_alone(tmp_path):
     path = tmp_path / "heartbeat"
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "diskinfo"])
     cmdline = Path(f"/proc/{other.pid}/cmdline")
-    deadline = time.monotonic() + 10
-    while b"diskinfo" not in cmdline.read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.01)  # until exec: a forked child still shows pytest's command line
+    # until exec: a forked child still shows pytest's command line
+    wait_until(lambda: b"diskinfo" in cmdline.read_bytes(), 10, "the child never ran", step=0.01)
     try:
         path.write_text(f"pid={other.pid}\ninterval_s=5\n")
         old = time.time() - 100

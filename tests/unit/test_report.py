@@ -22,7 +22,7 @@ from diskinfo.record import (
 )
 from diskinfo.report import load_run, summarise
 from tests.helpers.cli import one_line_error
-from tests.helpers.records import record
+from tests.helpers.records import record, write_run
 
 SMALL = "input-bound: small-file random reads"
 PACK_FIX = "pack the small files into large sequential shards: `diskinfo pack SRC DEST`"
@@ -112,11 +112,6 @@ def after_run(t0: float = 1_800_003_600.0) -> list[IntervalRecord]:
         )
         for i in range(5)
     ]
-
-
-def write_run(path: Path, records: list[IntervalRecord]) -> Path:
-    path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records))
-    return path
 
 
 def test_summary_is_time_weighted() -> None:

@@ -18,6 +18,7 @@ from diskinfo.loader_state import LoaderCounters, decode, encode
 from diskinfo.record import IntervalRecord, LoaderFigures
 from diskinfo.report import render_comparison, summarise
 from diskinfo.torch import batch_len
+from tests.helpers.records import write_run
 
 
 def rec(ts: float, loader: LoaderFigures | None, elapsed: float = 5.0) -> IntervalRecord:
@@ -69,11 +70,7 @@ def test_comparison_ratio_is_the_ratio_of_the_loops_rates(tmp_path: Path, capsys
     assert want == pytest.approx(15.6 / 12.4)
     lines = {line.split("  ")[0]: line for line in render_comparison(sa, sb).splitlines()}
     assert f"x{want:.2f}" in lines["batches/s"] and f"x{want:.2f}" in lines["samples/s"]
-    for name, records in (("a", a), ("b", b)):
-        (tmp_path / f"{name}.jsonl").write_text(
-            "".join(json.dumps(r.to_dict()) + "\n" for r in records)
-        )
-    assert cli.main(["report", str(tmp_path / "a.jsonl"), "--no-png"]) == 0
+    assert cli.main(["report", str(write_run(tmp_path / "a.jsonl", a)), "--no-png"]) == 0
     out = capsys.readouterr().out
     assert "throughput: 12.40 batches/s, 396.8 samples/s (the training loop ran 0m 10s)" in out
 
