@@ -37,7 +37,9 @@ def small_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_cold_small_files_pick_within_10_percent(small_files: Path) -> None:
-    outcome = tune(Options(FACTORY, budget=8, cold=True))
+    # 30 s, a quarter of the default budget: at 8 s each cold setting got one short pass, and
+    # the pick fell 12% short of the best in one CI run in five
+    outcome = tune(Options(FACTORY, budget=30, cold=True))
     assert outcome.meta["cache"].startswith("cold") and not outcome.first_passes
     assert {r.cache for r in outcome.results} == {"cold"}
     # cold reads on a shared virtual disk vary by about 13% from one second to the next
