@@ -15,7 +15,7 @@ while read -r service; do
   fi
 done <"$state/services"
 
-# The heartbeat (src/diskinfo/sinks/heartbeat.py): touched by the monitor after each sample.
+# The heartbeat (src/diskinfo/sinks/heartbeat.py): touched by the monitor every 5 s of sampling.
 # Its key=value lines give the monitor's own interval; the file is the monitor's (NB_USER's),
 # so it is read only when it is a plain file, and at most 4 KiB of it.
 heartbeat_age_check() {

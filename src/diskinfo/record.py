@@ -208,6 +208,11 @@ class Verdict:
     held_s: float = 0.0  # how long the held verdict has been held
     notes: list[str] = field(default_factory=list)  # once-only notes (no baseline, ...)
 
+    def but(self, **changes: Any) -> Verdict:
+        """A copy with `changes`: dataclasses.replace without its walk over the fields (the
+        analyser makes one per interval)."""
+        return Verdict(**{**self.__dict__, **changes})
+
 
 @dataclass
 class IntervalRecord:

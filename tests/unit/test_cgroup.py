@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskinfo.collectors.cgroup import CgroupCollector
+from diskinfo.collectors.cgroup import PRESSURE_S, CgroupCollector
 from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import IntervalRecord
 from diskinfo.sources import ParseError, cgroup, mountinfo
@@ -236,9 +238,12 @@ def grow(group: Path, reads: int, nbytes: int) -> None:
         path.write_text("\n".join(lines) + "\n")
 
 
-def collector(group: Path, sysfs: SysFs, version: int = 1) -> CgroupCollector:
+def collector(
+    group: Path, sysfs: SysFs, version: int = 1, clock: Callable[[], float] = time.monotonic
+) -> CgroupCollector:
     loc = Location(version, str(group), "/docker/ab")
-    return CgroupCollector(WatchedPaths.of_devices(["loop3", "gone0"]), lambda: [loc], sysfs=sysfs)
+    devices = WatchedPaths.of_devices(["loop3", "gone0"])
+    return CgroupCollector(devices, lambda: [loc], sysfs=sysfs, clock=clock)
 
 
 def test_rates_limits_and_throttled(tree):
@@ -305,6 +310,31 @@ def test_v2_directory_with_pressure(tmp_path, tree):
     fig = rec.cgroup_io[0]
     assert fig.read_bytes_s == 1000 and fig.throttled_by == ["read_bps"]
     assert (fig.pressure_some_avg10, fig.pressure_full_avg10) == (63.52, 61.07)
+
+
+def test_pressure_is_read_once_per_psi_update(tmp_path, tree):
+    """PSI's averages move every 2 s: a sample in between repeats them without a read."""
+    _group, sysfs = tree
+    group = tmp_path / "v2"
+    shutil.copytree(FIX / "v2", group)
+    now = [10.0]
+    c = collector(group, sysfs, version=2, clock=lambda: now[0])
+    c.start()
+
+    def some_avg10() -> float | None:
+        rec = IntervalRecord(ts=0, elapsed_s=1.0)
+        c.fill(rec)
+        return rec.cgroup_io[0].pressure_some_avg10
+
+    assert some_avg10() == 63.52
+    (group / "io.pressure").write_text(
+        "some avg10=1.00 avg60=0.00 avg300=0.00 total=1\n"
+        "full avg10=0.50 avg60=0.00 avg300=0.00 total=1\n"
+    )
+    now[0] += PRESSURE_S - 0.5
+    assert some_avg10() == 63.52  # within PRESSURE_S: the figure read last
+    now[0] += 0.5
+    assert some_avg10() == 1.0
 
 
 def test_no_cgroup_files_is_said_once(tmp_path, tree):

@@ -66,6 +66,23 @@ def test_captured_files_parse_cleanly():
         assert devices and not errors, name
 
 
+def test_named_devices_are_the_same_counters_as_a_full_parse():
+    """The monitor's str.find path reads exactly the lines a full parse gives for the names,
+    never a longer name that contains them (sda in sda1, loop1 in loop10)."""
+    for name in ("host-loops", "container-overlay", "nvme-partitions", "lvm-md-crypt"):
+        every, _ = parse(text(name, "proc/diskstats"))
+        names = sorted(every)
+        for wanted in ([names[0]], names[::3], names[-2:], [*names[:2], "missing0"]):
+            some, errors = parse(text(name, "proc/diskstats"), wanted)
+            assert some == {k: every[k] for k in wanted if k in every} and not errors, name
+
+
+def test_a_name_that_is_another_field_falls_back_to_the_full_parse():
+    line = "   8       0 sda 8 0 8 0 0 0 0 0 0 0 0"  # "0" is also a counter
+    zero = line.replace(" sda ", " 0 ")
+    assert parse(line + "\n" + zero, ["0"])[0] == {"0": parse_line(zero)}
+
+
 def test_every_line_of_14_or_more_fields_is_read_as_iostat_reads_it():
     """A kernel that appends counters must not blind the monitor (issue 15 item 10)."""
     devices, errors = parse(text("kernel-variants", "diskstats"))

@@ -18,11 +18,12 @@ def test_rereads_current_text_of_a_proc_file():
     f.close()
 
 
-def test_reads_text_longer_than_one_chunk_and_sees_rewrites(tmp_path):
+@pytest.mark.parametrize("size", [CHUNK - 1, CHUNK, CHUNK * 2, CHUNK * 2 + 17])
+def test_reads_text_longer_than_one_chunk_and_sees_rewrites(tmp_path, size):
     path = tmp_path / "big"
-    path.write_text("a" * (CHUNK * 2 + 17))
+    path.write_text("a" * size)
     f = ProcFile(str(path))
-    assert f.read() == "a" * (CHUNK * 2 + 17)
+    assert f.read() == "a" * size
     with open(path, "r+") as handle:  # same inode, new contents
         handle.write("b" * 10)
         handle.truncate(10)

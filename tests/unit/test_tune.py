@@ -3,16 +3,18 @@ search against an exhaustive run of the same grid on the verdict benchmark's wor
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from pathlib import Path
 
 import pytest
+import torch.utils.data
 
 from diskinfo import cli
 from diskinfo.tune import Options, parse_current, tune
 from diskinfo.tune.grid import Setting, full, ladder
-from diskinfo.tune.load import call_factory, load_object
+from diskinfo.tune.load import Workload, call_factory, load_object
 from diskinfo.tune.runner import Runner
 from tests.helpers.cli import one_line_error
 
@@ -44,6 +46,35 @@ def test_replay_starts_the_same_permutation_again() -> None:
     sampler.replay()
     again = [next(stream) for _ in range(50)]
     assert sorted(first) == list(range(50)) and again == first
+
+
+class Numbers(torch.utils.data.Dataset):
+    """A map-style dataset of n samples: each is its own index."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        if not 0 <= i < self.n:
+            raise IndexError(f"sample {i} of {self.n}")
+        return i
+
+
+def test_map_style_shards_are_shuffled_over_their_own_length() -> None:
+    """The shards' dataset may hold another number of samples than the files': each gets its
+    own endless shuffle, so every shard sample is read and no index runs past the end."""
+    runner = Runner(Workload(Numbers(50)), Workload(Numbers(7)), 4, 0.0, cold=False)
+    seen: list[int] = []
+    for batch in itertools.islice(runner.loader(Setting(0, shards=True)), 7):
+        seen += batch.tolist()
+    assert set(seen) == set(range(7)) and len(seen) == 28
+    files = [i for b in itertools.islice(runner.loader(Setting(0)), 13) for i in b.tolist()]
+    assert set(files[:50]) == set(range(50))  # the files' own permutation, unchanged
+    result = runner.measure(Setting(1, 2, shards=True), 1.0)  # with a restart: epoch's end
+    assert result.samples > 0
 
 
 def test_current_setting_parses() -> None:

@@ -112,7 +112,8 @@ def test_unreadable_and_malformed_diskstats_are_warnings():
         [
             snap(0, 0, 0, 0),
             PermissionError(13, "Permission denied"),
-            snap(20, 160, 2, 2, extra="garbage line\n"),
+            # a watched device's line cut short: that device waits, the others are read
+            snap(20, 160, 2, 2, part=False, extra="   8       1 sda1 20 0 160\n"),
         ]
     )
     c = collector(feed)
@@ -120,8 +121,8 @@ def test_unreadable_and_malformed_diskstats_are_warnings():
     assert not bad.devices and "cannot read /proc/diskstats" in bad.warnings[0]
     rec = fill(c)
     # the unreadable interval is folded into the next: 20 reads over 2 s
-    assert {d.r_s for d in rec.devices} == {10.0}
-    assert any("malformed" in w for w in rec.warnings)
+    assert {(d.device, d.r_s) for d in rec.devices} == {("sda", 10.0)}
+    assert any("malformed" in w and "sda1" in w for w in rec.warnings)
 
 
 def test_elapsed_time_is_measured_not_nominal():

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import collections
-import dataclasses
 from collections.abc import Callable, Mapping
 
 from diskinfo.analyse import thresholds as t
@@ -91,8 +90,7 @@ class Diagnoser:
         self._latest[key] = own
         changed = self._hysteresis.push(key, elapsed)
         held = self._latest[self._hysteresis.held or key]
-        verdict = dataclasses.replace(
-            held,
+        verdict = held.but(
             evidence=own.evidence,  # the figures are always this interval's
             severity=own.severity,
             input_share=own.input_share,
@@ -136,8 +134,7 @@ class Diagnoser:
         cover = ran / record.elapsed_s if record.elapsed_s > 0 else 1.0
         if cover >= t.LOOP_START_COVER:
             return own
-        return dataclasses.replace(
-            own,
+        return own.but(
             verdict=UNKNOWN,
             cause="starting",
             summary=f"the training loop began during this interval (it ran {cover:.0%} of it): "

@@ -4,7 +4,7 @@
 whose cgroup caps its IOPS or bandwidth waits while the device looks idle. The cgroup's own
 counters give the container's rates, its throttle files the limits, io.pressure (PSI) the
 share of time its tasks stalled on I/O. Cost per interval: one or two preads of the counter
-files and one of io.pressure (kept open, ProcFile); the limits are re-read every LIMITS_S.
+files (kept open, ProcFile); io.pressure is read every PRESSURE_S, the limits every LIMITS_S.
 """
 
 from __future__ import annotations
@@ -23,12 +23,9 @@ from diskinfo.sources.sysfs import SysFs
 
 THROTTLED_SHARE = 0.9  # a rate at >= 90% of its limit: the cgroup throttles this container
 LIMITS_S = 30.0  # limits change rarely (docker update, systemctl set-property): re-read this often
-RATES = {
-    "read_bytes": "read_bytes_s",
-    "write_bytes": "write_bytes_s",
-    "read_ios": "read_ios_s",
-    "write_ios": "write_ios_s",
-}
+# PSI's averages are recomputed every 2 s (the kernel's PSI_FREQ): a read in between gives
+# the same figures, for a syscall that costs as much cold as a sample's Python
+PRESSURE_S = 2.0
 LIMIT_OF = {  # limit key -> the rate it caps
     "read_bps": "read_bytes_s",
     "write_bps": "write_bytes_s",
@@ -71,6 +68,8 @@ class CgroupCollector(BaseCollector):
         self.location: Location | None = None  # where the counters come from
         self._counter_files: list[tuple[ProcFile, str]] = []  # (file, unit or "v2")
         self._pressure: ProcFile | None = None
+        self._pressure_at = float("-inf")
+        self._pressure_avg: dict[str, float] | None = None
         self._prev: dict[str, dict[str, int]] | None = None
         self._limits: dict[str, dict[str, int | None]] = {}
         self._limits_at: float | None = None
@@ -127,31 +126,36 @@ class CgroupCollector(BaseCollector):
         if self._limits_at is None or now - self._limits_at >= LIMITS_S:
             self._limits = self._read_limits()
             self._limits_at = now
-        pressure = self._read_pressure()
+        pressure = self._read_pressure(now) or {}
+        some, full = pressure.get("some_avg10"), pressure.get("full_avg10")
         dt = record.elapsed_s
         for name, majmin in self._watched():
             now_c = cur.get(majmin, {})
+            limits = self._limits.get(majmin, {})
             fig = CgroupIO(
                 device=name,
                 majmin=majmin,
                 cgroup=self.location.directory,
                 version=self.location.version,
                 counters=dict(now_c),
-                **self._limits.get(majmin, {}),  # type: ignore[arg-type]
+                pressure_some_avg10=some,
+                pressure_full_avg10=full,
+                **limits,  # type: ignore[arg-type]
             )
-            if pressure:
-                fig.pressure_some_avg10 = pressure.get("some_avg10")
-                fig.pressure_full_avg10 = pressure.get("full_avg10")
-            before = (prev or {}).get(majmin, {})
+            before = prev.get(majmin, {}) if prev is not None else {}
             if any(now_c.get(k, 0) < v for k, v in before.items()):
                 record.warnings.append(
                     f"cgroup: counters of {name} went back (cgroup recreated?): counting from now"
                 )
             elif prev is not None and dt > 0:
-                for key, attr in RATES.items():
-                    setattr(fig, attr, (now_c.get(key, 0) - before.get(key, 0)) / dt)
-            fig.throttled_by = throttled_by(fig)
-            fig.throttled = bool(fig.throttled_by)
+                get, was = now_c.get, before.get
+                fig.read_bytes_s = (get("read_bytes", 0) - was("read_bytes", 0)) / dt
+                fig.write_bytes_s = (get("write_bytes", 0) - was("write_bytes", 0)) / dt
+                fig.read_ios_s = (get("read_ios", 0) - was("read_ios", 0)) / dt
+                fig.write_ios_s = (get("write_ios", 0) - was("write_ios", 0)) / dt
+            if any(limits.values()):
+                fig.throttled_by = throttled_by(fig)
+                fig.throttled = bool(fig.throttled_by)
             record.cgroup_io.append(fig)
 
     def stop(self) -> None:
@@ -217,14 +221,18 @@ class CgroupCollector(BaseCollector):
             directory = parent
         return out
 
-    def _read_pressure(self) -> dict[str, float] | None:
+    def _read_pressure(self, now: float) -> dict[str, float] | None:
         if self._pressure is None:
             return None
+        if now - self._pressure_at < PRESSURE_S:
+            return self._pressure_avg
+        self._pressure_at = now
         try:
-            return cgroup.pressure_avg10(self._pressure.read())
+            self._pressure_avg = cgroup.pressure_avg10(self._pressure.read())
         except (OSError, ParseError) as exc:
             self.notes.once(f"cgroup: {self._pressure.path}: {exc}")
-            return None
+            self._pressure_avg = None
+        return self._pressure_avg
 
     def _watched(self) -> list[tuple[str, str]]:
         """(name, majmin) of the watched devices that /sys knows, worked out again only when

@@ -1,4 +1,4 @@
-"""Counters -> `iostat -x` figures. Every formula lives here, one function per figure.
+"""Counters -> `iostat -x` figures. Every formula lives here, in `figures` and its helpers.
 
 The formulas are sysstat 12.x's: iostat.c `write_ext_stat`, and rd_stats.c
 `compute_ext_disk_stats` (in rd_stats.c since sysstat 11.7.1, common.c before), where
@@ -16,6 +16,9 @@ iostat takes it from /proc/uptime deltas, we take it from time.monotonic() at ea
 """
 
 from __future__ import annotations
+
+import math
+import operator
 
 from diskinfo.record import DeviceFigures, NfsFigures
 from diskinfo.sources.diskstats import ALL_FIELDS, TIME_FIELDS, DiskCounters
@@ -58,47 +61,52 @@ def _per_second_limit(name: str) -> float:
     return _MAX_OPS_S
 
 
-# (counter, bit width, largest plausible growth per second); in_flight is a gauge, not here
-_COUNTERS = tuple(
-    (name, 32 if name in TIME_FIELDS else 64, _per_second_limit(name))
-    for name in ALL_FIELDS
-    if name != "in_flight"
+# per counter of DiskCounters[3:] (kernel order): bit width and largest plausible growth per
+# second; in_flight is a gauge, not a counter: its "growth" is never judged
+_WIDTHS = tuple(32 if name in TIME_FIELDS else 64 for name in ALL_FIELDS)
+_LIMITS = tuple(
+    float("inf") if name == "in_flight" else _per_second_limit(name) for name in ALL_FIELDS
 )
+_IN_FLIGHT = ALL_FIELDS.index("in_flight")
 
 
-def deltas(prev: DiskCounters, cur: DiskCounters, dt: float) -> dict[str, int] | None:
-    """Every counter's growth over the interval; None when the device's counters were reset.
+def deltas(prev: DiskCounters, cur: DiskCounters, dt: float) -> list[int] | None:
+    """Every counter's growth over the interval, in DiskCounters[3:] order (in_flight: 0);
+    None when the device's counters were reset.
 
-    Fields the kernel does not report (discard, flush on older kernels) are left out.
-    in_flight is an instantaneous gauge, not a counter, and is not in the result.
+    Fields the kernel does not report (discard, flush on older kernels) are left off the end.
+    The common case (no counter went back or jumped) is one pass in C over the tuples; the
+    monitor runs this for every watched device every second.
     """
-    out: dict[str, int] = {}
+    known = (
+        17
+        if cur.fl_ios is not None and prev.fl_ios is not None
+        else 15
+        if cur.dc_ios is not None and prev.dc_ios is not None
+        else 11
+    )
+    before, now = prev[3 : 3 + known], cur[3 : 3 + known]
+    out = list(map(operator.sub, now, before))
+    out[_IN_FLIGHT] = 0
     span = max(dt, 1.0)
-    for name, bits, per_s in _COUNTERS:
-        p, c = getattr(prev, name), getattr(cur, name)
-        if p is None or c is None:
-            continue
-        if c >= p and c - p <= per_s * span:  # the common case, without a call
-            out[name] = c - p
-            continue
-        d = counter_delta(p, c, bits, per_s * span + 1)
-        if d is None:
-            return None
-        out[name] = d
+    # delta / limit <= span for each (_LIMITS has all 17 fields, map stops at the kernel's)
+    if min(out) >= 0 and max(map(operator.truediv, out, _LIMITS)) <= span:
+        return out
+    for i, (p, c) in enumerate(zip(before, now, strict=True)):
+        if i != _IN_FLIGHT and not (0 <= out[i] <= _LIMITS[i] * span):
+            d = counter_delta(p, c, _WIDTHS[i], _LIMITS[i] * span + 1)
+            if d is None:
+                return None
+            out[i] = d
     return out
 
 
-# --- one function per figure (sysstat iostat.c write_ext_stat) -------------------------
+# --- the figures (sysstat iostat.c write_ext_stat) -------------------------------------
 
 
 def per_second(delta: int, dt: float) -> float:
     """r/s, w/s, d/s, f/s, rrqm/s, wrqm/s, drqm/s: S_VALUE(prev, cur, itv)."""
     return delta / dt if dt > 0 else 0.0
-
-
-def mb_per_second(d_sectors: int, dt: float) -> float:
-    """rMB/s, wMB/s, dMB/s (iostat -m): S_VALUE(sectors) / 2048, i.e. MB = 2**20 bytes."""
-    return per_second(d_sectors, dt) / 2048.0
 
 
 def merge_percent(d_merges: int, d_ios: int) -> float:
@@ -117,58 +125,52 @@ def areq_sz_kb(d_sectors: int, d_ios: int) -> float:
     return d_sectors / d_ios / 2.0 if d_ios else 0.0
 
 
-def aqu_sz(d_rq_ticks: int, dt: float) -> float:
-    """aqu-sz: S_VALUE(rq_ticks) / 1000, the weighted time over the interval."""
-    return per_second(d_rq_ticks, dt) / 1000.0
-
-
-def util_percent(d_io_ticks: int, dt: float) -> float:
-    """%util: S_VALUE(tot_ticks) / 10 (ms busy per second as a percentage).
-
-    Not capped at 100, as iostat does not cap it: a value above 100 means the clock
-    and the counters disagree, which the user should see rather than have hidden.
-    """
-    return per_second(d_io_ticks, dt) / 10.0
-
-
 def figures(prev: DiskCounters, cur: DiskCounters, dt: float) -> DeviceFigures | None:
     """The iostat -x set for one device between two snapshots dt seconds apart.
 
-    None when the counters were reset in between (the caller re-baselines).
+    None when the counters were reset in between (the caller re-baselines). Rates are
+    S_VALUE = delta / dt; MB/s is that / 2048 (sectors to MB = 2**20 bytes); aqu-sz is the
+    weighted time's / 1000 and %util the busy time's / 10 (ms per second; not capped at 100,
+    as iostat does not cap it: above 100 the clock and the counters disagree, which the user
+    should see rather than have hidden).
     """
     d = deltas(prev, cur, dt)
     if d is None:
         return None
+    if not dt > 0:
+        dt = math.inf  # no time: every rate is 0.0
+    rd_ios, rd_merges, rd_sectors, rd_ticks, wr_ios, wr_merges, wr_sectors, wr_ticks = d[:8]
     fig = DeviceFigures(
         device=cur.name,
-        r_s=per_second(d["rd_ios"], dt),
-        w_s=per_second(d["wr_ios"], dt),
-        rmb_s=mb_per_second(d["rd_sectors"], dt),
-        wmb_s=mb_per_second(d["wr_sectors"], dt),
-        rrqm_s=per_second(d["rd_merges"], dt),
-        wrqm_s=per_second(d["wr_merges"], dt),
-        r_await=await_ms(d["rd_ticks"], d["rd_ios"]),
-        w_await=await_ms(d["wr_ticks"], d["wr_ios"]),
-        aqu_sz=aqu_sz(d["rq_ticks"], dt),
-        rareq_sz=areq_sz_kb(d["rd_sectors"], d["rd_ios"]),
-        wareq_sz=areq_sz_kb(d["wr_sectors"], d["wr_ios"]),
-        util=util_percent(d["io_ticks"], dt),
+        r_s=rd_ios / dt,
+        w_s=wr_ios / dt,
+        rmb_s=rd_sectors / dt / 2048.0,
+        wmb_s=wr_sectors / dt / 2048.0,
+        rrqm_s=rd_merges / dt,
+        wrqm_s=wr_merges / dt,
+        r_await=await_ms(rd_ticks, rd_ios),
+        w_await=await_ms(wr_ticks, wr_ios),
+        aqu_sz=d[10] / dt / 1000.0,  # rq_ticks
+        rareq_sz=areq_sz_kb(rd_sectors, rd_ios),
+        wareq_sz=areq_sz_kb(wr_sectors, wr_ios),
+        util=d[9] / dt / 10.0,  # io_ticks
         in_flight=cur.in_flight,
-        rrqm_pct=merge_percent(d["rd_merges"], d["rd_ios"]),
-        wrqm_pct=merge_percent(d["wr_merges"], d["wr_ios"]),
-        read_bytes=d["rd_sectors"] * SECTOR_BYTES,
-        write_bytes=d["wr_sectors"] * SECTOR_BYTES,
+        rrqm_pct=merge_percent(rd_merges, rd_ios),
+        wrqm_pct=merge_percent(wr_merges, wr_ios),
+        read_bytes=rd_sectors * SECTOR_BYTES,
+        write_bytes=wr_sectors * SECTOR_BYTES,
     )
-    if "dc_ios" in d:
-        fig.d_s = per_second(d["dc_ios"], dt)
-        fig.dmb_s = mb_per_second(d["dc_sectors"], dt)
-        fig.drqm_s = per_second(d["dc_merges"], dt)
-        fig.drqm_pct = merge_percent(d["dc_merges"], d["dc_ios"])
-        fig.d_await = await_ms(d["dc_ticks"], d["dc_ios"])
-        fig.dareq_sz = areq_sz_kb(d["dc_sectors"], d["dc_ios"])
-    if "fl_ios" in d:
-        fig.f_s = per_second(d["fl_ios"], dt)
-        fig.f_await = await_ms(d["fl_ticks"], d["fl_ios"])
+    if len(d) >= 15:
+        dc_ios, dc_merges, dc_sectors, dc_ticks = d[11:15]
+        fig.d_s = dc_ios / dt
+        fig.dmb_s = dc_sectors / dt / 2048.0
+        fig.drqm_s = dc_merges / dt
+        fig.drqm_pct = merge_percent(dc_merges, dc_ios)
+        fig.d_await = await_ms(dc_ticks, dc_ios)
+        fig.dareq_sz = areq_sz_kb(dc_sectors, dc_ios)
+    if len(d) >= 17:
+        fig.f_s = d[15] / dt
+        fig.f_await = await_ms(d[16], d[15])
     return fig
 
 

@@ -1,9 +1,12 @@
 """The monitor's heartbeat: a file whose age says whether sampling still goes on.
 
 A monitor that is alive but not sampling (stopped with SIGSTOP, stuck in a read of a hung
-mount) passes every check of its process, while /metrics is dead. So after each sample the
-monitor touches `$DISKINFO_STATE_DIR/heartbeat` (one utime call), and the container's health
-check (docker/run/healthcheck.sh) fails when the file is older than 3 x interval + 10 s.
+mount) passes every check of its process, while /metrics is dead. So after a sample the
+monitor touches `$DISKINFO_STATE_DIR/heartbeat` (one utime call), at most every TOUCH_S, and
+the container's health check (docker/run/healthcheck.sh) fails when the file is older than
+3 x interval + 10 s. TOUCH_S keeps a beat well inside that for any interval (the file is at
+most TOUCH_S + interval old while sampling goes on) and saves the syscall most seconds: a
+cold syscall costs as much as the rest of a sample's Python (benchmarks/results/overhead.md).
 
 One heartbeat, one owner: a second `diskinfo watch` in the same state directory leaves the
 file alone while the monitor that wrote it lives, so it can neither hide that one stopping
@@ -15,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -25,6 +30,7 @@ from diskinfo.sinks.complaints import SayOnce, kind_of
 from diskinfo.sinks.owner import owner_text, parse_owner
 
 FILENAME = "heartbeat"
+TOUCH_S = 5.0
 
 
 def heartbeat_path() -> Path:
@@ -54,7 +60,8 @@ def _monitor_alive(pid: int) -> bool:
 
 
 class HeartbeatSink:
-    """Monitor sink: writes the heartbeat at the first sample, touches it at every other."""
+    """Monitor sink: writes the heartbeat at the first sample, then touches it after a sample
+    that comes TOUCH_S or more after the last beat."""
 
     def __init__(
         self,
@@ -62,6 +69,7 @@ class HeartbeatSink:
         path: Path | None = None,
         command: list[str] | None = None,
         stderr: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = Path(path) if path is not None else heartbeat_path()
         self.interval = interval
@@ -69,6 +77,8 @@ class HeartbeatSink:
         self._stderr = stderr
         self._owner = False
         self._say = SayOnce()
+        self._clock = clock
+        self._beat_at = float("-inf")
 
     def text(self) -> str:
         return owner_text(self.command, interval_s=f"{self.interval:g}")
@@ -82,6 +92,10 @@ class HeartbeatSink:
         return pid if pid != os.getpid() and _monitor_alive(pid) else None
 
     def write(self, record: IntervalRecord) -> None:
+        now = self._clock()
+        if now - self._beat_at < TOUCH_S:
+            return
+        self._beat_at = now
         try:
             if self._owner:
                 try:

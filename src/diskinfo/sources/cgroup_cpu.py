@@ -103,14 +103,16 @@ def locate_cpu(memberships: list[Membership], mounts: list[Mount]) -> CpuLocatio
     return None
 
 
-_OPEN: dict[str, ProcFile] = {}  # read every sample: kept open and pread, as the /proc files
+# read every sample: kept open and pread, as the /proc files (by directory and name: no path
+# to join each time)
+_OPEN: dict[tuple[str, str], ProcFile] = {}
 
 
 def _text(directory: str, name: str) -> str:
-    path = os.path.join(directory, name)
-    if path not in _OPEN:
-        _OPEN[path] = ProcFile(path, encoding="ascii")
-    return _OPEN[path].read()
+    f = _OPEN.get((directory, name))
+    if f is None:
+        f = _OPEN[directory, name] = ProcFile(os.path.join(directory, name), encoding="ascii")
+    return f.read()
 
 
 def read_quota(loc: CpuLocation) -> float | None:

@@ -111,17 +111,16 @@ def parse(
 ) -> tuple[dict[str, DiskCounters], list[str]]:
     """Devices by kernel name (only `names` if given), plus one message per bad line.
 
-    A malformed line costs only that device, never the whole snapshot.
+    A malformed line costs only that device, never the whole snapshot. With `names`, their
+    lines are found with str.find (the monitor's case, every sample: a host may list hundreds
+    of loop and dm devices it does not watch).
     """
+    lines = text.splitlines() if names is None else _lines_of(text, names)
     devices: dict[str, DiskCounters] = {}
     errors: list[str] = []
-    for line in text.splitlines():
+    for line in lines:
         if not line.strip():
             continue
-        if names is not None:
-            parts = line.split(None, 3)
-            if len(parts) > 2 and parts[2] not in names:
-                continue
         try:
             counters = parse_line(line)
         except ParseError as exc:
@@ -129,6 +128,28 @@ def parse(
             continue
         devices[counters.name] = counters
     return devices, errors
+
+
+def _lines_of(text: str, names: Collection[str]) -> list[str]:
+    """The lines whose name field is one of `names` (a name is never a number, so " sda "
+    can only be the name field; any doubt falls back to reading every line's fields)."""
+    lines = []
+    for name in names:
+        at = text.find(f" {name} ")
+        if at < 0:
+            continue
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        line = text[start : end if end >= 0 else len(text)]
+        if _name_field(line) != name:
+            return [ln for ln in text.splitlines() if _name_field(ln) in names]
+        lines.append(line)
+    return lines
+
+
+def _name_field(line: str) -> str | None:
+    parts = line.split(None, 3)
+    return parts[2] if len(parts) > 2 else None
 
 
 def read(path: str = PATH) -> str:

@@ -25,18 +25,16 @@ class ProcFile:
         descriptor is dropped, so the next call opens the file again."""
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        chunks: list[bytes] = []
-        offset = 0
         try:
-            while chunk := os.pread(self._fd, CHUNK, offset):
-                chunks.append(chunk)
-                if len(chunk) < CHUNK:
-                    break
-                offset += len(chunk)
+            data = os.pread(self._fd, CHUNK, 0)
+            if len(data) == CHUNK:  # more than one buffer: read on to the short read
+                chunks = [data]
+                while len(chunks[-1]) == CHUNK:
+                    chunks.append(os.pread(self._fd, CHUNK, CHUNK * len(chunks)))
+                data = b"".join(chunks)
         except OSError:
             self.close()
             raise
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         return data.decode(self.encoding, "replace")
 
     def __call__(self) -> str:

@@ -26,31 +26,22 @@ class CpuTimes(NamedTuple):
 def parse_proc_stat(text: str) -> tuple[CpuTimes, int]:
     """(aggregate CPU times, number of per-CPU lines). ValueError if there is no `cpu` line.
 
-    The kernel writes the `cpu` lines first, together; the scan stops after them, so the
-    `intr` line (thousands of numbers on a large host) is never split."""
-    total: CpuTimes | None = None
-    count = 0
-    pos = 0
-    while text.startswith("cpu", pos):
-        end = text.find("\n", pos)
-        end = len(text) if end < 0 else end
-        line = text[pos:end]
-        pos = end + 1
-        parts = line.split()
-        if parts[0] == "cpu":
-            if len(parts) < 5:
-                raise ValueError(f"short cpu line in /proc/stat: {line!r}")
-            try:
-                values = [int(v) for v in parts[1:9]]
-            except ValueError:
-                raise ValueError(f"bad cpu line in /proc/stat: {line!r}") from None
-            values += [0] * (8 - len(values))  # old kernels lack steal
-            total = CpuTimes(*values)
-        elif parts[0][3:].isdigit():
-            count += 1
-    if total is None:
+    The kernel writes the aggregate `cpu` line first and the `cpuN` lines right after it;
+    only the first line is split (the rest, with an `intr` line of thousands of numbers on a
+    large host, is only counted in C: every other line starting with "cpu" is a CPU's)."""
+    end = text.find("\n")
+    line = text[: end if end >= 0 else len(text)]
+    parts = line.split()
+    if not parts or parts[0] != "cpu":
         raise ValueError("no cpu line in /proc/stat")
-    return total, count
+    if len(parts) < 5:
+        raise ValueError(f"short cpu line in /proc/stat: {line!r}")
+    try:
+        values = list(map(int, parts[1:9]))
+    except ValueError:
+        raise ValueError(f"bad cpu line in /proc/stat: {line!r}") from None
+    values += [0] * (8 - len(values))  # old kernels lack steal
+    return CpuTimes(*values), text.count("\ncpu")
 
 
 def cpu_percent(prev: CpuTimes, cur: CpuTimes) -> tuple[float, float]:

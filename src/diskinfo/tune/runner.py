@@ -113,6 +113,13 @@ class EndlessShuffle(torch.utils.data.Sampler):
         self.rng, self.order, self.pos = random.Random(self.seed), [], 0
 
 
+def _endless(work: Workload) -> EndlessShuffle | None:
+    """The shuffled endless order of a map-style dataset (None: an IterableDataset)."""
+    if isinstance(work.dataset, torch.utils.data.IterableDataset):
+        return None
+    return EndlessShuffle(len(work.dataset))
+
+
 def batch_len(batch: Any, default: int) -> int:
     if isinstance(batch, torch.Tensor) and batch.dim():
         return int(batch.shape[0])
@@ -138,9 +145,13 @@ class Runner:
     ) -> None:
         self.files, self.shards = files, shards
         self.batch_size, self.step_s, self.cold = batch_size, step_s, cold
-        self.sampler = None
-        if not isinstance(files.dataset, torch.utils.data.IterableDataset):
-            self.sampler = EndlessShuffle(len(files.dataset))
+        # one endless shuffle per map-style dataset, of its own length: the user's shards
+        # dataset may hold another number of samples than the files'
+        files_order = _endless(files)
+        self.samplers = {
+            False: files_order,
+            True: files_order if shards is None else _endless(shards),
+        }
         self.cache = "cold" if cold else "as found"
 
     def _work(self, shards: bool) -> Workload:
@@ -160,7 +171,9 @@ class Runner:
         return torch.utils.data.DataLoader(
             work.dataset,
             batch_size=self.batch_size,
-            sampler=None if iterable else (self.sampler if sampler == "endless" else sampler),
+            sampler=None
+            if iterable
+            else (self.samplers[setting.shards] if sampler == "endless" else sampler),
             collate_fn=work.collate_fn,
             **setting.loader_kwargs(),
         )
@@ -199,8 +212,8 @@ class Runner:
         samples, given only when cold)."""
         loader = self.loader(setting)
         if self.cold:
-            if self.sampler is not None:
-                self.sampler.replay()
+            if (order := self.samplers[setting.shards]) is not None:
+                order.replay()
             make_cold([os.getpid()])
         t0 = time.monotonic()
         cpu0 = time.process_time()
@@ -260,13 +273,14 @@ class Runner:
     def _end_epoch(self, it: Any, setting: Setting) -> None:
         """Finish the pass as an epoch ends (map-style: the sampler stops and the batches in
         flight are collected), so the next iter() is timed as the next epoch's start."""
-        if self.sampler is not None and not setting.shards:
-            self.sampler.ending = True
+        order = self.samplers[setting.shards]
+        if order is not None:
+            order.ending = True
             try:
                 for _ in it:
                     pass
             finally:
-                self.sampler.ending = False
+                order.ending = False
         _shutdown(it, setting)
 
     def _cpu(self, it: Any, setting: Setting, cpu0: float, elapsed: float) -> float:
