@@ -37,14 +37,15 @@ def small_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_cold_small_files_pick_within_10_percent(small_files: Path) -> None:
-    # 30 s, a quarter of the default budget: at 8 s each cold setting got one short pass, and
-    # the pick fell 12% short of the best in one CI run in five
+    # 30 s, a quarter of the default budget, for the pick that is judged: at 8-10 s each cold
+    # setting got one short pass and the pick fell 12-13% short of the best in one CI run in
+    # three to five
     outcome = tune(Options(FACTORY, budget=30, cold=True))
     assert outcome.meta["cache"].startswith("cold") and not outcome.first_passes
     assert {r.cache for r in outcome.results} == {"cold"}
     # cold reads on a shared virtual disk vary by about 13% from one second to the next
     # (measured: the same setting, back to back), so more pairs than for warm workloads
-    ratio, how = check_within(FACTORY, 10, rounds=11, cold=True)
+    ratio, how = check_within(FACTORY, 30, rounds=11, staged=outcome, cold=True)
     assert ratio >= 0.9, how
 
 

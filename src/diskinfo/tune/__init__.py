@@ -172,12 +172,22 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
         if merged is not None:
             measure([merged], 1 + CONFIRM)
     # one measurement of a second or two can crown a setting by luck (a neighbour's burst of
-    # I/O): the leaders are measured again, interleaved, and their figures pooled
+    # I/O): the leaders, and the cheaper setting `best` would pick within TIE of them, are
+    # measured again, interleaved, and their figures pooled; a pick that only the pooling
+    # brought up is measured again too, so what is recommended never rests on one reading
+    confirmed: set[Setting] = set()
+
+    def confirm(settings: list[Setting]) -> None:
+        todo = [s for s in dict.fromkeys(settings) if s not in confirmed]
+        for i, s in enumerate(todo):
+            slot = max(MIN_SLOT, left() / (len(todo) - i))
+            tick((time.monotonic() - start) / opts.budget, f"confirming {s.label()}")
+            measured[s] = measured[s].merge(runner.measure(s, slot))
+            confirmed.add(s)
+
     leaders = sorted(measured.values(), key=lambda r: -r.epoch_rate(epoch))[:CONFIRM]
-    for i, r in enumerate(leaders):
-        slot = max(MIN_SLOT, left() / (len(leaders) - i))
-        tick((time.monotonic() - start) / opts.budget, f"confirming {r.setting.label()}")
-        measured[r.setting] = r.merge(runner.measure(r.setting, slot))
+    confirm([r.setting for r in leaders] + [best(list(measured.values()), epoch).setting])
+    confirm([best(list(measured.values()), epoch).setting])
     results = list(measured.values())
     meta = {
         "factory": name,
