@@ -77,6 +77,17 @@ def test_map_style_shards_are_shuffled_over_their_own_length() -> None:
     assert result.samples > 0
 
 
+def test_one_first_pass_cut_short_leaves_the_cache_partly_warm() -> None:
+    runner = Runner(Workload(Numbers(50)), Workload(Numbers(7)), 4, 0.0, cold=False)
+    assert not runner.first_pass(Setting(0), limit_s=0.0)["complete"]
+    assert runner.first_pass(Setting(0), limit_s=60.0, shards=True)["complete"]
+    assert runner.cache == "partly warm"  # the shards' complete pass does not hide it
+    runner = Runner(Workload(Numbers(50)), Workload(Numbers(7)), 4, 0.0, cold=False)
+    runner.first_pass(Setting(0), limit_s=60.0)
+    runner.first_pass(Setting(0), limit_s=60.0, shards=True)
+    assert runner.cache == "warm"
+
+
 def test_current_setting_parses() -> None:
     s = parse_current("num_workers=4,persistent_workers=true")
     assert s == Setting(4, 2, True)

@@ -1,16 +1,15 @@
 """The PNG timeline: verdict strips, disk read MB/s, GPU utilisation and data-wait share on one
-time axis. The only module that imports matplotlib (an optional dependency: `diskinfo[report]`)."""
+time axis (matplotlib, the optional `diskinfo[report]`, through diskinfo.png)."""
 
 from __future__ import annotations
 
-import io
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 from diskinfo.analyse.signals import busiest_device
 from diskinfo.errors import UserError
-from diskinfo.fileio import write_atomic
+from diskinfo.png import pyplot, save
 from diskinfo.record import VERDICTS, IntervalRecord
 from diskinfo.report.summary import NO_VERDICT, gpu_util, verdict_of, wait_share
 
@@ -50,16 +49,13 @@ def _series(records: Sequence[IntervalRecord], start: float, scale: float) -> di
 def plot(runs: Sequence[tuple[str, Sequence[IntervalRecord]]], png: str | Path) -> Path:
     """Verdict strip(s), disk read MB/s, GPU utilisation and data-wait share on one time axis
     (minutes since each run's start, so two runs overlay)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         raise NoMatplotlib(
             "the PNG needs matplotlib: pip install 'diskinfo[report]' (or pass --no-png)"
-        ) from None
+        )
+    from matplotlib.patches import Patch
+
     styles = ["-", "--"]
     colours = ["#1f77b4", "#d62728"]
     n = len(runs)
@@ -133,11 +129,7 @@ def plot(runs: Sequence[tuple[str, Sequence[IntervalRecord]]], png: str | Path) 
     fig.tight_layout()
     png = Path(png)
     try:
-        image = io.BytesIO()
-        fig.savefig(image, format="png", dpi=110)
-        write_atomic(png, image.getvalue(), owned=True)
+        save(fig, png, dpi=110)
     except OSError as exc:
         raise UserError(f"cannot write {png}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
     return png

@@ -145,8 +145,6 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
         for use_shards in (False, True) if shards else (False,):
             tick((time.monotonic() - start) / opts.budget, "first pass (warms the cache)")
             first_passes.append(runner.first_pass(warm, opts.budget / 4, use_shards))
-        if not all(p["complete"] for p in first_passes):
-            runner.cache = "partly warm"
     measured: dict[Setting, Result] = {}
 
     def measure(settings: list[Setting], planned: int) -> None:

@@ -193,7 +193,10 @@ class Runner:
                     break
         except Exception as exc:  # the user's dataset: any failure, one line
             raise UserError(f"reading the dataset failed: {describe_failure(exc)}") from None
-        self.cache = "warm" if complete else "partly warm"
+        if not complete:  # one pass cut short leaves the cache partly warm, whatever follows
+            self.cache = "partly warm"
+        elif self.cache != "partly warm":
+            self.cache = "warm"
         return {"samples": samples, "seconds": round(time.monotonic() - start, 2),
                 "complete": complete, "shards": shards}  # fmt: skip
 

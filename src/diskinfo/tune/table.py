@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 from diskinfo.fileio import write_atomic
+from diskinfo.png import pyplot, save
 from diskinfo.tune.runner import Result
 
 TIE = 0.03  # settings within 3% of the fastest count as equal: the cheapest of them wins
@@ -68,12 +68,8 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 def plot(path: Path, results: list[Result], current: Result, chosen: Result, epoch: int | None,
          title: str) -> bool:  # fmt: skip
     """A bar per setting (whole-epoch samples/s); False when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     ordered = sorted(results, key=lambda r: r.epoch_rate(epoch))
     colours = [
@@ -86,8 +82,5 @@ def plot(path: Path, results: list[Result], current: Result, chosen: Result, epo
     ax.set_title(title, fontsize=9)
     ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout()
-    image = io.BytesIO()
-    fig.savefig(image, format="png", dpi=100)
-    plt.close(fig)
-    write_atomic(path, image.getvalue(), owned=True)
+    save(fig, path, dpi=100)
     return True
