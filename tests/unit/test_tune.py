@@ -134,6 +134,9 @@ def test_cli_prints_the_table_and_writes_json_and_png(
     assert document["first_passes"][0]["complete"] is False
     assert {r["setting"] for r in document["results"]} >= {"num_workers=0", document["best"]}
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+    rate = {r["setting"]: r["epoch_samples_per_s"] for r in document["results"]}
+    gain = rate[document["best"]] / rate["num_workers=0"]  # the table's "vs current"
+    assert document["gain_over_current"] == pytest.approx(gain, abs=0.01)
 
 
 def check_within(

@@ -9,6 +9,7 @@ how the best is chosen and shown, `cache` how the page cache is made cold.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ from diskinfo.tune.cache import can_drop
 from diskinfo.tune.grid import Setting
 from diskinfo.tune.load import accepts_shards, call_factory, load_object
 from diskinfo.tune.runner import Result, Runner
-from diskinfo.tune.table import TIE, best
+from diskinfo.tune.table import TIE, best, gain
 
 MIN_SLOT = 1.0  # seconds: below this, worker start dominates what is measured
 CONFIRM = 3  # the leading settings are measured a second time, interleaved, and pooled
@@ -53,6 +54,7 @@ class Outcome:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
+        g = gain(self.chosen, self.current, self.epoch)
         return {
             **self.meta,
             "batch_size": self.batch_size,
@@ -61,10 +63,8 @@ class Outcome:
             "current": self.current.setting.label(),
             "best": self.chosen.setting.label(),
             "best_loader_kwargs": self.chosen.setting.loader_kwargs(),
-            "gain_over_current": round(
-                self.chosen.epoch_rate(self.epoch) / max(self.current.epoch_rate(self.epoch), 1e-9),
-                3,
-            ),
+            # the table's figure; null where the current setting read nothing (no ratio)
+            "gain_over_current": round(g, 3) if math.isfinite(g) else None,
             "results": [r.as_dict(self.epoch) for r in self.results],
         }
 
