@@ -39,6 +39,10 @@ class LoaderCounters:
     persistent_workers: bool | None = None
     prefetch_factor: int | None = None
     samples: int = 0  # samples in the batches (the batch's leading dimension)
+    # iterators started (epochs), and the wait for each one's first batch: a DataLoader
+    # without persistent_workers starts its workers again at every epoch
+    epochs: int = 0
+    start_wait_s: float = 0.0
 
 
 def state_dir() -> Path:
@@ -74,6 +78,8 @@ def decode(text: str) -> LoaderCounters:
         counters.step_s = float(counters.step_s)
         counters.worker_errors = int(counters.worker_errors)
         counters.updated = float(counters.updated)
+        counters.epochs = int(counters.epochs)
+        counters.start_wait_s = float(counters.start_wait_s)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"bad loader state: {exc}") from None
     return counters

@@ -176,6 +176,8 @@ class LoaderFigures:
     persistent_workers: bool | None = None
     prefetch_factor: int | None = None
     samples: int = 0  # samples in those batches (leading dimension; 0: not countable)
+    epochs: int = 0  # epochs (iterators) started in the interval
+    start_wait_s: float = 0.0  # of wait_s: waiting for those epochs' first batches
 
 
 INPUT_DISK = "input-bound: disk"

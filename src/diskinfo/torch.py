@@ -86,6 +86,10 @@ class _Meter:
         # samples in those batches: its own counter, read beside the tuple (a publish between the
         # two reads is one batch behind, and the next publish catches up)
         self.samples = 0
+        # epochs started and the wait for their first batches (worker start-up): side
+        # counters like `samples`, added once per epoch
+        self.epochs = 0
+        self.start_wait_s = 0.0
         self.settings: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._broken = False
@@ -134,6 +138,8 @@ class _Meter:
             step_s=s + open_s if phase == _STEP else s,
             worker_errors=e,
             updated=time.time(),
+            epochs=self.epochs,
+            start_wait_s=self.start_wait_s,
             **self.settings,
         )
 
@@ -207,6 +213,7 @@ class WatchedLoader(Generic[T]):
         multi_worker = bool(m.settings.get("num_workers"))
         m.start()
         try:
+            started: float | None = time.perf_counter()
             iterator = iter(self.loader)
             while True:
                 try:
@@ -218,6 +225,10 @@ class WatchedLoader(Generic[T]):
                         m.worker_died()
                     raise
                 m.got_batch()
+                if started is not None:  # the epoch's first batch: iter(), workers' start
+                    m.start_wait_s += time.perf_counter() - started
+                    m.epochs += 1
+                    started = None
                 m.samples += batch_len(batch)
                 yield batch
                 m.begin_wait()

@@ -72,6 +72,37 @@ def test_cpu_saturated_with_a_quiet_disk():
     assert "diskinfo tune MODULE:FACTORY" in v.fixes[-1]
 
 
+@pytest.mark.parametrize(
+    ("start_share", "persistent", "first"),
+    [
+        (0.6, False, "persistent_workers=True: the DataLoader started its 2 workers 8 times"),
+        (0.1, False, "make per-sample work cheaper"),  # restarts are not where it waits
+        (0.6, True, "make per-sample work cheaper"),
+    ],
+)
+def test_workers_restarted_every_short_epoch_put_persistent_workers_first(
+    start_share: float, persistent: bool, first: str
+) -> None:
+    """Short epochs without persistent_workers fork the workers again each time (the README's
+    train.py: an epoch every 0.6 s); when that is where the loop waits, say so first."""
+    figures = loader(0.5, workers=2)
+    figures.persistent_workers = persistent
+    figures.epochs = 8
+    figures.start_wait_s = figures.wait_s * start_share
+    v = decide(
+        rec(
+            loader=figures,
+            cpu=host(busy=97),
+            procs=[ProcessIO(pid=2, name="python", role="main", cpu_percent=114)],
+        ),
+        BASE,
+    )
+    assert v.verdict == INPUT_CPU and v.fixes[0].startswith(first), v.fixes
+    assert sum("persistent_workers=True" in f for f in v.fixes) <= 1  # said once at most
+    if first.startswith("persistent"):
+        assert f"{start_share:.0%} of the data-wait" in v.fixes[0]
+
+
 def test_too_few_workers_name_the_change_with_this_machines_cores():
     workers = [ProcessIO(pid=p, name="python", role="worker", cpu_percent=99) for p in (2, 3)]
     v = decide(rec(loader=loader(0.5, workers=2), cpu=host(busy=14), procs=workers), BASE)

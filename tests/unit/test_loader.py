@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import time
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -77,6 +78,17 @@ def test_interval_sums_deltas_over_processes():
     assert fig.wait_share == pytest.approx(0.5)
     assert fig.batches_s == pytest.approx(7.0)
     assert fig.worker_errors == 2
+
+
+def test_epochs_and_their_start_waits_are_summed_over_processes():
+    prev = {1: replace(c(1, 10, 1.0, 4.0), epochs=2, start_wait_s=0.5)}
+    cur = {
+        1: replace(c(1, 20, 3.0, 6.0), epochs=5, start_wait_s=1.7),
+        2: replace(c(2, 4, 1.0, 1.0), epochs=1, start_wait_s=0.25),  # new: counts from zero
+    }
+    fig = interval_figures(prev, cur, elapsed_s=2.0)
+    assert fig is not None and fig.epochs == 4
+    assert fig.start_wait_s == pytest.approx(1.2 + 0.25)
 
 
 def test_pid_reuse_counts_from_zero_never_negative():

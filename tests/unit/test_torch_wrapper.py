@@ -40,6 +40,23 @@ def test_wait_and_step_are_told_apart(state):
     assert 0.65 < share < 0.85, share  # 0.03 / 0.04 = 0.75
 
 
+def test_each_epoch_and_the_wait_for_its_first_batch_are_counted(state):
+    """A DataLoader without persistent_workers starts its workers at every epoch: the wait
+    for each epoch's first batch is counted apart (start_wait_s), inside wait_s."""
+    import torch.utils.data
+
+    data = torch.utils.data.DataLoader(list(range(8)), batch_size=4, num_workers=1)
+    loader = dt.watch(data)
+    for _ in range(3):
+        for _batch in loader:
+            time.sleep(0.01)
+    snap = dt.meter().snapshot()
+    assert snap.epochs == 3 and snap.batches == 6
+    assert 0 < snap.start_wait_s <= snap.wait_s
+    decoded = loader_state.decode(loader_state.encode(snap))
+    assert (decoded.epochs, decoded.start_wait_s) == (3, snap.start_wait_s)
+
+
 def test_figures_reach_the_state_dir(state):
     for _ in dt.watch(range(5)):
         time.sleep(0.01)

@@ -87,9 +87,29 @@ def _cap_fix(s: Signals) -> str | None:
     )
 
 
+def restart_fix(s: Signals) -> str | None:
+    """persistent_workers=True, with the measured reason, when the loop's data-wait is mostly
+    waiting for each epoch's workers to start (short epochs re-fork the workers each time)."""
+    loader = s.loader
+    if (
+        loader is None
+        or not loader.num_workers
+        or loader.persistent_workers is not False
+        or loader.wait_s <= 0
+        or loader.start_wait_s < t.RESTART_WAIT_SHARE * loader.wait_s
+    ):
+        return None
+    return (
+        f"persistent_workers=True: the DataLoader started its {loader.num_workers} workers "
+        f"{loader.epochs} times in this interval (an epoch each time), and waiting for them was "
+        f"{loader.start_wait_s / loader.wait_s:.0%} of the data-wait"
+    )
+
+
 def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
     loader = s.loader
     workers = workers_fix(s)
+    restart = restart_fix(s)
     pin = (
         "pin_memory=True with .to(device, non_blocking=True) copies"
         if s.gpu_in_use and (loader is None or loader.pin_memory is not True)
@@ -97,7 +117,10 @@ def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
     )
     persistent = (
         "persistent_workers=True and prefetch_factor=4 (workers survive epochs and read ahead)"
-        if loader is not None and loader.num_workers and loader.persistent_workers is not True
+        if loader is not None
+        and loader.num_workers
+        and loader.persistent_workers is not True
+        and restart is None
         else None
     )
     shards = (
@@ -139,4 +162,6 @@ def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
         ]
     else:
         fixes = []
+    if restart is not None and verdict.startswith("input-bound"):
+        fixes.insert(0, restart)  # measured: the restarts are where the loop waits
     return [f for f in fixes if f]

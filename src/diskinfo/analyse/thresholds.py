@@ -39,6 +39,9 @@ LOW_BANDWIDTH = 0.30
 SMALL_REQUEST_KB = 100.0  # under this: whole small files (readahead makes large files' 128 kB+)
 SMALL_FILE_MIN_R_S = 50.0
 SMALL_READER_QUEUE = 1.5  # reads in flight per reader: one at a time, latency-bound
+# the waits for each epoch's first batch are this share of all data-wait: restarting the
+# workers (persistent_workers=False) is where the loop waits
+RESTART_WAIT_SHARE = 0.25
 CAP_NEAR_SHARE = 0.75  # a cgroup reading at this share of its read limit: the cap sets the pace
 IO_SHARE_OF_LOADING = 1 / 3  # a reader blocked on reads this much of its loading time
 SOME_IO_SHARE = 0.10  # under this the reads are not where the loading time goes (warm cache)

@@ -38,6 +38,8 @@ def interval_figures(
             active += 1
             fig.batches += d_batches
             fig.samples += d_samples
+            fig.epochs += max(0, cur.epochs - prev.epochs)
+            fig.start_wait_s += max(0.0, cur.start_wait_s - prev.start_wait_s)
             fig.wait_s += d_wait
             fig.step_s += d_step
             fig.worker_errors += d_errors
