@@ -28,14 +28,15 @@ def test_kernel_6_line_has_discard_and_flush():
         26818,
     )
     assert (c.dc_ios, c.dc_sectors, c.fl_ios, c.fl_ticks) == (12690, 589456, 10521, 556)
-    assert c.has_discard and c.has_flush
+    assert c.has_discard and c.has_flush and c.reported == 17
 
 
 def test_older_layouts_leave_discard_and_flush_unset():
     c = parse_line(KERNEL_4_18)
-    assert c.has_discard and not c.has_flush and c.in_flight == 1
+    assert c.has_discard and not c.has_flush and c.in_flight == 1 and c.reported == 15
     old = parse_line(KERNEL_4_4)
     assert not old.has_discard and old.dc_ios is None and old.fl_ios is None
+    assert old.reported == 11
 
 
 @pytest.mark.parametrize(

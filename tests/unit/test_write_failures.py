@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from diskinfo.sinks import rotating
 from diskinfo.sinks.rotating import RotatingFile, rotate
 
@@ -73,3 +75,21 @@ def test_log_tee_passes_bytes_through_and_rotates_with_the_shared_scheme(tmp_pat
     names = ("train.log.2", "train.log.1", "train.log")
     kept = b"".join((tmp_path / n).read_bytes() for n in names)
     assert data.endswith(kept) and all(p.stat().st_size <= 1000 for p in tmp_path.iterdir())
+
+
+class Trickle:
+    """A file whose write(2) takes at most `most` bytes, or none at all."""
+
+    def __init__(self, most: int) -> None:
+        self.most, self.got = most, b""
+
+    def write(self, data: bytes) -> int:
+        self.got += bytes(data[: self.most])
+        return min(len(data), self.most)
+
+
+def test_short_writes_are_continued_and_a_stuck_write_is_an_error_not_a_spin():
+    f = Trickle(3)
+    assert rotating._write_all(f, b"0123456789\n") == 11 and f.got == b"0123456789\n"
+    with pytest.raises(OSError, match="wrote nothing"):
+        rotating._write_all(Trickle(0), b"line\n")

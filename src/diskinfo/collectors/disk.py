@@ -111,7 +111,7 @@ class DiskCollector(BaseCollector):
 
 def counters_of(c: DiskCounters) -> dict[str, int]:
     """The cumulative counters as exported (diskstats field names; discard/flush if present)."""
-    known = 17 if c.fl_ios is not None else 15 if c.dc_ios is not None else 11
+    known = c.reported
     out = dict(zip(ALL_FIELDS[:known], c[3 : 3 + known], strict=True))
     del out["in_flight"]  # a gauge, in the figures
     return out

@@ -78,13 +78,7 @@ def deltas(prev: DiskCounters, cur: DiskCounters, dt: float) -> list[int] | None
     The common case (no counter went back or jumped) is one pass in C over the tuples; the
     monitor runs this for every watched device every second.
     """
-    known = (
-        17
-        if cur.fl_ios is not None and prev.fl_ios is not None
-        else 15
-        if cur.dc_ios is not None and prev.dc_ios is not None
-        else 11
-    )
+    known = min(prev.reported, cur.reported)
     before, now = prev[3 : 3 + known], cur[3 : 3 + known]
     out = list(map(operator.sub, now, before))
     out[_IN_FLIGHT] = 0

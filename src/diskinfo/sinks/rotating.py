@@ -135,8 +135,12 @@ class RotatingFile:
 
 
 def _write_all(f: io.FileIO, data: bytes) -> int:
-    """Write all of data (a regular file takes it in one call unless the disk fills)."""
-    done = f.write(data) or 0
+    """Write all of data (a regular file takes it in one call unless the disk fills); a
+    write that makes no progress is an error, never a loop that spins."""
+    done = 0
     while done < len(data):
-        done += f.write(data[done:]) or 0
+        written = f.write(data[done:] if done else data)
+        if not written:
+            raise OSError(errno.EIO, "write(2) wrote nothing")
+        done += written
     return done

@@ -81,6 +81,12 @@ class DiskCounters(NamedTuple):
     def has_flush(self) -> bool:
         return self.fl_ios is not None
 
+    @property
+    def reported(self) -> int:
+        """How many of ALL_FIELDS the kernel reported: 11, 15 (discard) or 17 (flush too);
+        groups come whole, so the missing ones are the last."""
+        return 17 if self.fl_ios is not None else 15 if self.dc_ios is not None else 11
+
     def to_line(self) -> str:
         """The /proc/diskstats line for these counters (the kernel's own format)."""
         values = [getattr(self, name) for name in ALL_FIELDS]

@@ -167,13 +167,11 @@ class Runner:
 
     def loader(self, setting: Setting, sampler: Any = "endless") -> torch.utils.data.DataLoader:
         work = self._work(setting.shards)
-        iterable = self._length(setting.shards) is None
         return torch.utils.data.DataLoader(
             work.dataset,
             batch_size=self.batch_size,
-            sampler=None
-            if iterable
-            else (self.samplers[setting.shards] if sampler == "endless" else sampler),
+            # an IterableDataset has no shuffle (None) and first_pass passes it no order
+            sampler=self.samplers[setting.shards] if sampler == "endless" else sampler,
             collate_fn=work.collate_fn,
             **setting.loader_kwargs(),
         )
