@@ -161,6 +161,23 @@ def test_training_that_has_exited_is_said_once_and_never_breaks_the_collector(tm
     assert all(r.procs == [] for r in records)
 
 
+def test_training_seen_running_then_ended_is_no_warning(tmp_path):
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    pid_file = tmp_path / "train.pid"
+    pid_file.write_text(f"{child.pid}\n")
+    collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+    running = IntervalRecord(ts=0, elapsed_s=1.0)
+    collector.fill(running)
+    assert [p.pid for p in running.procs] == [child.pid] and not running.warnings
+    child.communicate(b"")  # a clean end
+    after = [IntervalRecord(ts=0, elapsed_s=1.0) for _ in range(2)]
+    for r in after:
+        collector.fill(r)
+    assert [r.warnings for r in after] == [[], []] and all(r.procs == [] for r in after)
+
+
 def test_roles_when_the_root_is_not_in_the_tree():
     assert assign_roles([], 99) == {}
     # the root is gone but its python child is still the training script

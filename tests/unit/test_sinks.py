@@ -51,7 +51,20 @@ def test_jsonl_line_is_the_record_and_nan_becomes_null(tmp_path):
     back = IntervalRecord.from_dict(json.loads(lines[0]))
     assert back == record()
     assert json.loads(lines[1])["devices"][0]["d_await"] is None
-    assert encode(record()).endswith("}\n") and "\n" not in encode(record())[:-1]
+    assert encode(record()).endswith(b"}\n") and b"\n" not in encode(record())[:-1]
+
+
+def test_jsonl_infinities_are_null_and_fields_keep_their_order():
+    from diskinfo.record import GpuFigures, Verdict
+
+    rec = record(w_await=float("inf"))
+    rec.gpus = [GpuFigures(index=0, power_w=float("-inf"))]
+    rec.verdict = Verdict(verdict="idle", input_share=float("nan"))
+    line = json.loads(encode(rec))
+    assert line["devices"][0]["w_await"] is None and line["gpus"][0]["power_w"] is None
+    assert line["verdict"]["input_share"] is None
+    assert list(line)[:4] == ["ts", "elapsed_s", "schema", "host"]
+    assert list(line["devices"][0])[:3] == ["device", "paths", "r_s"]
 
 
 def test_rotation_by_size_keeps_n_backups(tmp_path):

@@ -226,6 +226,7 @@ class ProcsCollector(BaseCollector):
         self.state_dir = state_dir if state_dir is not None else loader_state.state_dir()
         self._previous: dict[tuple[int, float], ProcSnapshot] = {}
         self._tree = TreeReader()
+        self._seen: int | None = None  # the last training PID seen running
 
     def _root(self) -> int | None:
         assert self.pid_file is not None
@@ -247,10 +248,14 @@ class ProcsCollector(BaseCollector):
             return
         tree = self._tree.read(root)
         if not tree:
-            self.notes.once(f"procs: training PID {root} is not running")
+            # one that ran and ended is no fault: the verdict says no training command runs;
+            # one never seen running is worth a word (a PID file left from an earlier run?)
+            if root != self._seen:
+                self.notes.once(f"procs: training PID {root} is not running")
             self.notes.flush(record)
             self._previous = {}
             return
+        self._seen = root
         roles = assign_roles(tree, root, publishers(self.state_dir))
         record.procs = process_rates(self._previous, tree, roles, record.elapsed_s, time.time())
         self._previous = {p.key: p for p in tree}

@@ -90,14 +90,15 @@ class RotatingFile:
             self._file = None
         rotate(self.path, self.backups)
 
-    def write(self, text: str) -> bool:
-        """Append text (whole lines); False if it was dropped because writing fails."""
+    def write(self, text: str | bytes) -> bool:
+        """Append whole lines (text, or bytes already UTF-8); False if they were dropped
+        because writing fails."""
         now = time.monotonic()
         if self._failed_at is not None and now - self._failed_at < RETRY_S:
             self.dropped += 1
             return False
         try:
-            data = text.encode("utf-8", "replace")
+            data = text.encode("utf-8", "replace") if isinstance(text, str) else text
             f = self._open()
             if self._size and self._size + len(data) > self.max_bytes:
                 self._rotate()
