@@ -62,9 +62,8 @@ unset step
 # as NB_USER, so root never opens supervisord.log by name. supervisord keeps fds 3 and 4 open
 # for itself (it closes from 5) and closes them in the programs it starts.
 [ -z "${STARTUP_LOG_FD:-}" ] || exec {STARTUP_LOG_FD}>&-
-exec 3> >(exec setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups \
-  python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout --max-bytes 50M --backups 5 \
-  "$LOG_DIR/supervisord.log")
+exec 3> >(exec "${AS_NB_USER[@]}" \
+  python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/supervisord.log")
 
 # supervisord becomes PID 1; it exits with the training command's exit code (see the runner).
 exec python3 "$PYTORCH_CUDA_LIB/supervisord-run.py" -n -c /etc/pytorch-cuda/supervisord.conf

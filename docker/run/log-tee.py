@@ -25,8 +25,9 @@ from diskinfo.errors import UserError
 from diskinfo.sinks.rotating import rotate  # the monitor's rotation: one scheme for every log
 from diskinfo.units import parse_size
 
-MAX_BYTES = os.environ.get("TRAIN_LOG_MAX_BYTES", "50M")
-BACKUPS = os.environ.get("TRAIN_LOG_BACKUPS", "5")
+# every log's rotation unless told otherwise (run-train.sh passes TRAIN_LOG_MAX_BYTES and
+# TRAIN_LOG_BACKUPS for train.log, the one log the user sizes)
+MAX_BYTES, BACKUPS = "50M", "5"
 
 
 def _open(path: str):
@@ -80,7 +81,8 @@ def main(argv: list[str]) -> int:
         max_bytes, backups = parse_size(args.max_bytes, minimum=0), int(args.backups)
     except (UserError, ValueError):
         print(f"log-tee: bad size {args.max_bytes!r} or count {args.backups!r}", file=sys.stderr)
-        max_bytes, backups = 50 * 2**20, 5  # still copy: the program's output matters most
+        # still copy: the program's output matters most
+        max_bytes, backups = parse_size(MAX_BYTES), int(BACKUPS)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     out = None if args.no_stdout else sys.stdout.fileno()

@@ -4,14 +4,15 @@
 #
 # supervisord runs as root, and root must never open a file by name in the logs directory:
 # NB_USER can put a symbolic link to /etc/shadow there. So the writer is log-tee.py running as
-# NB_USER (dropped with setpriv when we are root, as for sshd). It also copies to our stdout,
+# NB_USER (dropped with setpriv when we are root, as for sshd; a program supervisord starts
+# cannot share the start-up's AS_NB_USER, so it is spelled here). It also copies to our stdout,
 # which supervisord sends where the program's stdout_logfile says (NONE: nowhere).
 set -euo pipefail
 name=$1
 shift
 lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
 log=${LOG_DIR:-/workspace/logs}/$name.log
-tee_cmd=(python3 "$lib/log-tee.py" --max-bytes 50M --backups 5 "$log")
+tee_cmd=(python3 "$lib/log-tee.py" "$log")
 if [ "$(id -u)" = 0 ]; then
   tee_cmd=(setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups "${tee_cmd[@]}")
 fi

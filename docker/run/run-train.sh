@@ -21,7 +21,8 @@ stopping=0
 fifo=$state/train/output.fifo
 rm -f "$fifo" && mkfifo -m 0600 "$fifo"
 # The tee must outlive the program's last words: it ignores the group's SIGTERM, ends on EOF.
-(trap '' TERM INT HUP && exec python3 "$lib/log-tee.py" "$log") <"$fifo" &
+(trap '' TERM INT HUP && exec python3 "$lib/log-tee.py" --max-bytes "${TRAIN_LOG_MAX_BYTES:-50M}" \
+  --backups "${TRAIN_LOG_BACKUPS:-5}" "$log") <"$fifo" &
 tee_pid=$!
 
 # The program gets the -e secrets back (95-secrets.sh kept them out of every service's

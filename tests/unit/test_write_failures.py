@@ -59,10 +59,17 @@ def test_log_tee_passes_bytes_through_and_rotates_with_the_shared_scheme(tmp_pat
     log = tmp_path / "train.log"
     data = b"".join(b"line %04d\n" % i for i in range(600))  # 6000 bytes
     tee = subprocess.Popen(
-        [sys.executable, str(ROOT / "docker/run/log-tee.py"), str(log)],
+        [
+            sys.executable,
+            str(ROOT / "docker/run/log-tee.py"),
+            "--max-bytes",
+            "1000",
+            "--backups",
+            "2",
+            str(log),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env={**os.environ, "TRAIN_LOG_MAX_BYTES": "1000", "TRAIN_LOG_BACKUPS": "2"},
     )
     assert tee.stdin is not None
     for start in range(0, len(data), 300):  # separate reads, as a program's output arrives

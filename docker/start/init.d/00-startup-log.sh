@@ -28,21 +28,21 @@ startup_log_text() {
   fi
 }
 
-# as_nb_user COMMAND...: COMMAND as NB_USER (for anything that touches NB_USER's files).
+# as_nb_user COMMAND...: COMMAND as NB_USER (for anything that touches NB_USER's files);
+# "${AS_NB_USER[@]}" COMMAND where a function cannot go (exec, another command's argv).
+# 10-user.sh sets the array once NB_UID and NB_GID are final.
 as_nb_user() {
-  setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups "$@"
+  "${AS_NB_USER[@]}" "$@"
 }
 
 # startup_log_open: from now on, startup.log is written by NB_USER.
 startup_log_open() {
-  exec {STARTUP_LOG_FD}> >(exec setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups \
-    python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout --max-bytes 50M --backups 5 \
-    "$LOG_DIR/startup.log")
+  exec {STARTUP_LOG_FD}> >(exec "${AS_NB_USER[@]}" \
+    python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/startup.log")
   cat "$STARTUP_STATE_DIR/startup.log" 1>&"$STARTUP_LOG_FD" 2>/dev/null || true
 }
 
 # append_log NAME: stdin appended to $LOG_DIR/NAME.log, written as NB_USER.
 append_log() {
-  as_nb_user python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout --max-bytes 50M --backups 5 \
-    "$LOG_DIR/$1.log" || true
+  as_nb_user python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/$1.log" || true
 }

@@ -4,7 +4,7 @@
 # -e NB_UID=$(id -u) -e NB_GID=$(id -g). The values were checked by 01-settings.sh (numbers,
 # not root, not another system account's name). The image's own account is the one named in
 # /var/lib/pytorch-cuda/nb-user (written here), at first the image's uid 1000.
-# Exports: NB_USER, NB_UID, NB_GID, NB_HOME.
+# Exports: NB_USER, NB_UID, NB_GID, NB_HOME. Sets AS_NB_USER, the one way steps drop to it.
 NB_USER=${NB_USER:-jovyan}
 NB_UID=${NB_UID:-1000}
 NB_GID=${NB_GID:-100}
@@ -43,5 +43,7 @@ else
   startup_log WARNING "home $home not handed to $NB_USER: $home_notes"
 fi
 export NB_USER NB_UID NB_GID NB_HOME=$home
+# shellcheck disable=SC2034  # used by the later steps and entrypoint.sh, which source this
+AS_NB_USER=(setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups)
 startup_log INFO "services run as $NB_USER (uid $NB_UID, gid $NB_GID), home $home"
 unset image_user home home_notes nb_user_record

@@ -38,8 +38,7 @@ ssh_keys_from() {
   fi
   if [ -e "$NB_HOME/.ssh/authorized_keys" ] || [ -L "$NB_HOME/.ssh/authorized_keys" ]; then
     ssh_keys_from "$NB_HOME/.ssh/authorized_keys" timeout 10 \
-      setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups \
-      python3 "$PYTORCH_CUDA_LIB/safe_paths.py" read --follow "$NB_HOME/.ssh/authorized_keys"
+      "${AS_NB_USER[@]}" python3 "$PYTORCH_CUDA_LIB/safe_paths.py" read --follow "$NB_HOME/.ssh/authorized_keys"
   fi
 } | sort -u >"$ssh_keys_dir/$NB_USER"
 chmod 0644 "$ssh_keys_dir/$NB_USER"

@@ -34,8 +34,7 @@ run_startup_hook() {
   local -a runner=(env -u JUPYTER_TOKEN -u JUPYTER_TOKEN_FILE -u PUBLIC_KEY)
   if ! hook_runs_as_root "$hook"; then
     who=$NB_USER
-    runner+=(setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups
-      env "HOME=$NB_HOME" "USER=$NB_USER" "LOGNAME=$NB_USER")
+    runner+=("${AS_NB_USER[@]}" env "HOME=$NB_HOME" "USER=$NB_USER" "LOGNAME=$NB_USER")
   fi
   start=$(date +%s)
   startup_log INFO "startup hook $hook: running as $who"
