@@ -1,10 +1,10 @@
 """CPU time per sample and peak RSS of `diskinfo watch --interval 1`, next to `iostat -dx 1`.
 
-Both run side by side over the same minute; CPU is counted from the end of start-up (the
-first sample) to the end, so it is the steady cost per sample. Results go to
-benchmarks/results/overhead.md.
+They run side by side over the same minute, three copies of each (their wake-ups spread over
+the second); CPU is counted from the end of start-up (the first sample) to the end, so it is
+the steady cost per sample. Results go to benchmarks/results/overhead.md.
 
-    sudo .venv/bin/python benchmarks/bench_overhead.py [--seconds 60] [--path DIR]
+    sudo .venv/bin/python benchmarks/bench_overhead.py [--seconds 60] [--copies 3] [--path DIR]
 
 Without --path it watches a small generated dataset (1000 files of 4 KiB), as a training
 run watches its data directory. (Watching "/" also makes the host collector walk the whole
@@ -14,6 +14,7 @@ tree once to size the "dataset", which costs far more than sampling: not what th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import signal
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -77,6 +79,11 @@ while True:
 RESULTS = Path(__file__).resolve().parent / "results" / "overhead.md"
 TARGET_CORE_PCT, TARGET_RSS_MB = 0.1, 40.0
 FLOOR_NAME = "python floor (same reads and writes, no logic)"
+FULL, CORE_NAME, IOSTAT = (
+    "diskinfo watch --interval 1",
+    "diskinfo core (disk + logs only)",
+    "iostat -dx 1",
+)
 
 
 def cpu_s(p: psutil.Process) -> float:
@@ -101,58 +108,77 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def measure(seconds: float, path: str) -> dict[str, dict[str, float]]:
-    log_dir = tempfile.mkdtemp(prefix="diskinfo-bench-")
-    procs = {
-        "diskinfo watch --interval 1": subprocess.Popen(
-            [sys.executable, "-m", "diskinfo.cli", "watch", path, "--interval", "1",
-             "--log-dir", log_dir],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        ),
+def watch(path: str, log_dir: str, src: str | None = None) -> subprocess.Popen:
+    """`diskinfo watch --interval 1`, from `src` (another revision's src/) if given."""
+    env = dict(os.environ, PYTHONPATH=src) if src else None
+    return subprocess.Popen(
+        [sys.executable, "-m", "diskinfo.cli", "watch", path, "--interval", "1",
+         "--log-dir", log_dir],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+
+
+def start_set(
+    path: str, log_dir: str, against: tuple[str, str] | None = None
+) -> dict[str, subprocess.Popen]:
+    """One of each process measured, the floor reading what this set's full monitor reads;
+    with `against` (name, src), that revision's full monitor too."""
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    full = watch(path, log_dir)
+    extra = {against[0]: watch(path, log_dir + "/against", against[1])} if against else {}
+    return {
+        FULL: full,
         # the same loop with only the disk collector and the two log files: what sampling
         # the devices costs, apart from the GPU, host, process and loader collectors
-        "diskinfo core (disk + logs only)": subprocess.Popen(
-            [sys.executable, "-c", CORE, path, log_dir + "/core"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        CORE_NAME: subprocess.Popen([sys.executable, "-c", CORE, path, log_dir + "/core"], **quiet),
+        IOSTAT: subprocess.Popen(["iostat", "-dx", "1"], **quiet),
+        FLOOR_NAME: subprocess.Popen(
+            [sys.executable, "-c", FLOOR, str(full.pid), log_dir, log_dir + "/floor"], **quiet
         ),
-        "iostat -dx 1": subprocess.Popen(
-            ["iostat", "-dx", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        ),
-    }  # fmt: skip
-    full = procs["diskinfo watch --interval 1"]
-    procs[FLOOR_NAME] = subprocess.Popen(
-        [sys.executable, "-c", FLOOR, str(full.pid), log_dir, log_dir + "/floor"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    handles = {k: psutil.Process(p.pid) for k, p in procs.items()}
+        **extra,
+    }
+
+
+def measure(
+    seconds: float, path: str, copies: int = 3, against: tuple[str, str] | None = None
+) -> dict[str, dict[str, float]]:
+    """`copies` sets of the four processes side by side, their starts spread over a second so
+    that each wakes alone (a process waking just after another finds the kernel's /proc code
+    warm): a kind's figure is the mean over its copies, which evens out where each landed."""
+    sets = []
+    for _ in range(copies):
+        log_dir = tempfile.mkdtemp(prefix="diskinfo-bench-")
+        sets.append((log_dir, start_set(path, log_dir, against)))
+        time.sleep(1.0 / copies)
+    handles = [{k: psutil.Process(p.pid) for k, p in procs.items()} for _, procs in sets]
     time.sleep(3.0)  # start-up, the first sample, and the floor finding what to read
-    start = {k: cpu_s(h) for k, h in handles.items()}
-    startup = dict(start)
+    start = [{k: cpu_s(h) for k, h in hs.items()} for hs in handles]
     t0 = time.monotonic()
     time.sleep(seconds)
     wall = time.monotonic() - t0
-    end = {k: cpu_s(h) for k, h in handles.items()}
-    rss = {k: peak_rss_mb(p.pid) for k, p in procs.items()}
-    for p in procs.values():
-        p.send_signal(signal.SIGTERM)
-    for p in procs.values():
-        p.wait(timeout=20)
-    samples = sum(1 for _ in open(os.path.join(log_dir, "diskinfo.jsonl")))  # noqa: SIM115
+    end = [{k: cpu_s(h) for k, h in hs.items()} for hs in handles]
+    rss = [{k: peak_rss_mb(p.pid) for k, p in procs.items()} for _, procs in sets]
+    for _, procs in sets:
+        for p in procs.values():
+            p.send_signal(signal.SIGTERM)
+    for _, procs in sets:
+        for p in procs.values():
+            p.wait(timeout=20)
+    samples = sum(1 for _ in open(os.path.join(sets[0][0], "diskinfo.jsonl")))  # noqa: SIM115
     out = {}
-    for k in procs:
-        used = end[k] - start[k]
+    for k in sets[0][1]:
+        used = [e[k] - s_[k] for s_, e in zip(start, end, strict=True)]
+        mean = sum(used) / copies
         out[k] = {
-            "cpu_s": used,
-            "startup_cpu_s": startup[k],
-            "core_pct": used / wall * 100,
-            "ms_per_sample": used / wall * 1000,  # one sample per second for both
-            "peak_rss_mb": rss[k],
+            "cpu_s": mean,
+            "startup_cpu_s": sum(s_[k] for s_ in start) / copies,
+            "core_pct": mean / wall * 100,
+            "ms_per_sample": mean / wall * 1000,  # one sample per second for all
+            "ms_per_copy": [u / wall * 1000 for u in used],
+            "peak_rss_mb": max(r[k] for r in rss),
             "wall_s": wall,
         }
-    out["diskinfo watch --interval 1"]["samples"] = samples
+    out[FULL]["samples"] = samples
     return out
 
 
@@ -231,28 +257,32 @@ def write(
     path: str,
     parts: dict[str, float],
     walk: dict[str, float] | None = None,
+    against: tuple[str, str] | None = None,
 ) -> str:
-    ours, ref = results["diskinfo watch --interval 1"], results["iostat -dx 1"]
+    ours, ref = results[FULL], results[IOSTAT]
     lines = [
         "# Overhead of `diskinfo watch` (benchmarks/bench_overhead.py)",
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
         f"{platform.node()}: Linux {platform.release()}, {psutil.cpu_count()} CPUs, "
         f"Python {platform.python_version()}; watched path `{path}`, {seconds:.0f} s "
-        "side by side. CPU is counted after start-up (steady state); start-up CPU separately.",
+        f"side by side, {len(ours['ms_per_copy'])} copies of each process with their starts "
+        "spread over a second (each figure is the mean over the copies; the copies' own in "
+        "brackets). CPU is counted after start-up (steady state); start-up CPU separately.",
         "",
         "| process | CPU per sample (ms) | % of one core | start-up CPU (s) | peak RSS (MB) |",
         "|---|---|---|---|---|",
     ]
     for name, r in results.items():
+        each = ", ".join(f"{x:.3f}" for x in r["ms_per_copy"])
         lines.append(
-            f"| `{name}` | {r['ms_per_sample']:.3f} | {r['core_pct']:.4f} | "
+            f"| `{name}` | {r['ms_per_sample']:.3f} ({each}) | {r['core_pct']:.4f} | "
             f"{r['startup_cpu_s']:.2f} | {r['peak_rss_mb']:.1f} |"
         )
     ratio = ours["cpu_s"] / ref["cpu_s"] if ref["cpu_s"] else float("inf")
     ok_cpu = ours["core_pct"] < TARGET_CORE_PCT
     ok_rss = ours["peak_rss_mb"] < TARGET_RSS_MB
-    core = results["diskinfo core (disk + logs only)"]
+    core = results[CORE_NAME]
     core_ratio = core["cpu_s"] / ref["cpu_s"] if ref["cpu_s"] else float("inf")
     lines += [
         "",
@@ -263,6 +293,14 @@ def write(
         f"{results[FLOOR_NAME]['cpu_s'] / ref['cpu_s']:.2f}x iostat; the monitor's own logic "
         f"(parsing, figures, analysis, formatting) is the other "
         f"{ours['ms_per_sample'] - results[FLOOR_NAME]['ms_per_sample']:.3f} ms.",
+        *(
+            [
+                f"- this code / `{against[0].split(' at ')[-1]}` in the same run: "
+                f"{ours['cpu_s'] / results[against[0]]['cpu_s']:.2f}x the CPU per sample."
+            ]
+            if against
+            else []
+        ),
         f"- target at or below iostat's CPU per sample (issue 11): "
         f"{'met' if ratio <= 1.0 else 'NOT met'} by the full monitor, "
         f"{'met' if core_ratio <= 1.0 else 'NOT met'} by the core.",
@@ -287,10 +325,33 @@ def write(
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def revision(rev: str) -> Iterator[tuple[str, str]]:
+    """(row name, its src/) for a git revision of this repository, checked out for the run:
+    the same-run comparison that says whether a change made a sample cheaper."""
+    root = Path(__file__).resolve().parents[1]
+    short = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", rev],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    tree = tempfile.mkdtemp(prefix="diskinfo-bench-rev-")
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "--detach", "-q", tree, short], check=True
+    )
+    try:
+        yield f"diskinfo watch --interval 1 at {short}", str(Path(tree, "src"))
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", tree])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--path", default=None, help="watched path (default: a small dataset)")
+    ap.add_argument("--copies", type=int, default=3, help="side-by-side sets of processes")
+    ap.add_argument(
+        "--against", metavar="REV", help="also run the full monitor of this git revision"
+    )
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--walk-files", type=int, default=100_000, help="0: skip the walk")
     args = ap.parse_args()
@@ -298,14 +359,16 @@ def main() -> int:
         args.path = tempfile.mkdtemp(prefix="diskinfo-bench-data-")
         for i in range(1000):
             Path(args.path, f"{i:04d}.bin").write_bytes(b"\0" * 4096)
-    results = measure(args.seconds, args.path)
+    with contextlib.ExitStack() as stack:
+        against = stack.enter_context(revision(args.against)) if args.against else None
+        results = measure(args.seconds, args.path, args.copies, against)
     walk = dataset_walk(args.walk_files) if args.walk_files > 0 else None
-    text = write(results, args.seconds, args.path, breakdown(args.path), walk)
+    text = write(results, args.seconds, args.path, breakdown(args.path), walk, against)
     print(text)
     if not args.no_write:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(text)
-    ours = results["diskinfo watch --interval 1"]
+    ours = results[FULL]
     return 0 if ours["core_pct"] < TARGET_CORE_PCT and ours["peak_rss_mb"] < TARGET_RSS_MB else 1
 
 
