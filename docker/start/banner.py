@@ -297,7 +297,7 @@ def gather(env: dict[str, str]) -> Facts:
     if env.get("SSHD_ENABLE", "1") != "0":
         facts.ssh_command = f"ssh -p PORT {env.get('NB_USER', 'jovyan')}@HOST"
     else:
-        facts.ssh_off_reason = 'no public key: pass -e PUBLIC_KEY="$(cat ~/.ssh/id_ed25519.pub)"'
+        facts.ssh_off_reason = 'no public key: pass -e PUBLIC_KEY="$(cat ~/.ssh/id_*.pub)"'
     _gpus(facts)
     return facts
 

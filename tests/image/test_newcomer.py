@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import net
+from tests.helpers.readme import readme_command
 
 pytestmark = pytest.mark.image
 
@@ -63,30 +64,6 @@ while time.monotonic() < end:
         time.sleep(0.01)
 print(f"train.py: {steps} steps, loss {loss.item():.3f}", flush=True)
 """
-
-
-def quickstart() -> list[str]:
-    """The commands of README.md's quickstart block, continuation lines joined, comments out."""
-    text = (ROOT / "README.md").read_text()
-    assert "<!-- quickstart" in text, "README.md lost its quickstart marker"
-    block = text.split("<!-- quickstart", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
-    commands, current = [], ""
-    for line in block.splitlines():
-        if not current and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        current += line.rstrip()
-        if current.endswith("\\"):
-            current = current[:-1].rstrip() + " "
-            continue
-        commands.append(re.sub(r"\s+", " ", current.strip()))
-        current = ""
-    return commands
-
-
-def readme_command(predicate) -> str:
-    found = [c for c in quickstart() if predicate(c)]
-    assert len(found) == 1, f"expected one such command in the quickstart, found {found}"
-    return found[0]
 
 
 def has_gpu() -> bool:

@@ -56,7 +56,7 @@ if [ -s "$ssh_keys_dir/$NB_USER" ]; then
     "host key $(ssh-keygen -l -f "$SSH_HOST_KEY_DIR/ssh_host_ed25519_key.pub" | cut -d' ' -f2)"
 else
   export SSHD_ENABLE=0
-  msg="sshd not started: no public key. Enable SSH with -e PUBLIC_KEY=\"\$(cat ~/.ssh/id_ed25519.pub)\""
+  msg="sshd not started: no public key. Enable SSH with -e PUBLIC_KEY=\"\$(cat ~/.ssh/id_*.pub)\""
   msg+=" or mount your authorized_keys at /etc/pytorch-cuda/authorized_keys"
   startup_log INFO "$msg"
   printf '%s\n' "$msg" | append_log sshd
