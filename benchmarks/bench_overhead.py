@@ -86,6 +86,11 @@ FULL, CORE_NAME, IOSTAT = (
 )
 
 
+def at(rev: str) -> str:
+    """The row of the full monitor of an earlier revision (`--against`)."""
+    return f"{FULL} at {rev}"
+
+
 def cpu_s(p: psutil.Process) -> float:
     """CPU time of all the process's threads in ns resolution (/proc/PID/task/*/schedstat),
     where clock-tick accounting (10 ms) would be too coarse for a millisecond per sample."""
@@ -122,10 +127,10 @@ def start_set(
     path: str, log_dir: str, against: tuple[str, str] | None = None
 ) -> dict[str, subprocess.Popen]:
     """One of each process measured, the floor reading what this set's full monitor reads;
-    with `against` (name, src), that revision's full monitor too."""
+    with `against` (revision, its src/), that revision's full monitor too."""
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     full = watch(path, log_dir)
-    extra = {against[0]: watch(path, log_dir + "/against", against[1])} if against else {}
+    extra = {at(against[0]): watch(path, log_dir + "/against", against[1])} if against else {}
     return {
         FULL: full,
         # the same loop with only the disk collector and the two log files: what sampling
@@ -259,7 +264,7 @@ def write(
     walk: dict[str, float] | None = None,
     against: tuple[str, str] | None = None,
 ) -> str:
-    ours, ref = results[FULL], results[IOSTAT]
+    ours = results[FULL]
     lines = [
         "# Overhead of `diskinfo watch` (benchmarks/bench_overhead.py)",
         "",
@@ -279,24 +284,29 @@ def write(
             f"| `{name}` | {r['ms_per_sample']:.3f} ({each}) | {r['core_pct']:.4f} | "
             f"{r['startup_cpu_s']:.2f} | {r['peak_rss_mb']:.1f} |"
         )
-    ratio = ours["cpu_s"] / ref["cpu_s"] if ref["cpu_s"] else float("inf")
+
+    def cpu_ratio(name: str, base: str = IOSTAT) -> float:
+        """CPU of row `name` over row `base`, both measured in this run."""
+        below = results[base]["cpu_s"]
+        return results[name]["cpu_s"] / below if below else float("inf")
+
+    ratio = cpu_ratio(FULL)
     ok_cpu = ours["core_pct"] < TARGET_CORE_PCT
     ok_rss = ours["peak_rss_mb"] < TARGET_RSS_MB
-    core = results[CORE_NAME]
-    core_ratio = core["cpu_s"] / ref["cpu_s"] if ref["cpu_s"] else float("inf")
+    core_ratio = cpu_ratio(CORE_NAME)
     lines += [
         "",
         f"- diskinfo / iostat CPU ratio: {ratio:.2f}x for the full monitor, {core_ratio:.2f}x "
         f"for its disk-and-logs core; diskinfo wrote {ours['samples']} samples (JSONL lines).",
         f"- the Python floor (the same preads, one orjson encoding of a record and two writes per "
         f"second, nothing else) costs {results[FLOOR_NAME]['ms_per_sample']:.3f} ms: "
-        f"{results[FLOOR_NAME]['cpu_s'] / ref['cpu_s']:.2f}x iostat; the monitor's own logic "
+        f"{cpu_ratio(FLOOR_NAME):.2f}x iostat; the monitor's own logic "
         f"(parsing, figures, analysis, formatting) is the other "
         f"{ours['ms_per_sample'] - results[FLOOR_NAME]['ms_per_sample']:.3f} ms.",
         *(
             [
-                f"- this code / `{against[0].split(' at ')[-1]}` in the same run: "
-                f"{ours['cpu_s'] / results[against[0]]['cpu_s']:.2f}x the CPU per sample."
+                f"- this code / `{against[0]}` in the same run: "
+                f"{cpu_ratio(FULL, at(against[0])):.2f}x the CPU per sample."
             ]
             if against
             else []
@@ -327,7 +337,7 @@ def write(
 
 @contextlib.contextmanager
 def revision(rev: str) -> Iterator[tuple[str, str]]:
-    """(row name, its src/) for a git revision of this repository, checked out for the run:
+    """(short revision, its src/) for a git revision of this repository, checked out for the run:
     the same-run comparison that says whether a change made a sample cheaper."""
     root = Path(__file__).resolve().parents[1]
     short = subprocess.run(
@@ -339,7 +349,7 @@ def revision(rev: str) -> Iterator[tuple[str, str]]:
         ["git", "-C", str(root), "worktree", "add", "--detach", "-q", tree, short], check=True
     )
     try:
-        yield f"diskinfo watch --interval 1 at {short}", str(Path(tree, "src"))
+        yield short, str(Path(tree, "src"))
     finally:
         subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", tree])
 
