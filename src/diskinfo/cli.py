@@ -30,8 +30,23 @@ def positive_float(text: str) -> float:
 class OneLineParser(argparse.ArgumentParser):
     """Bad arguments end in one line naming the problem and where help is, not a usage dump."""
 
+    verbs: dict[str, argparse.ArgumentParser]  # the subcommands' parsers (the top level's)
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """As argparse, but a word left over is refused by the verb it was given to: its help
+        is the one that says what that verb takes."""
+        words = list(sys.argv[1:] if args is None else args)
+        parsed, extra = self.parse_known_args(words, namespace)
+        if extra:
+            command = getattr(parsed, "command", None)
+            at = words.index(command) if command in words else len(words)
+            after = all(word in words[at + 1 :] for word in extra)
+            verb = getattr(self, "verbs", {}).get(command, self) if after else self
+            verb.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
 
 
 def progress_flag(p: argparse.ArgumentParser) -> None:
@@ -57,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"diskinfo {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.verbs = sub.choices
 
     # --- resolve ---
     p = sub.add_parser("resolve", help="show path -> mount -> device -> physical disks")
@@ -158,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="exactly N shards (default: 64, fewer under 1 GiB; see docs/shards.md)",
     )
     count.add_argument(
-        "--shard-size", default=None, help=f"the fewest shards of at most this size ({RULE})"
+        "--shard-size",
+        type=size_arg(),
+        default=None,
+        help=f"the fewest shards of at most this size ({RULE})",
     )
     order = p.add_mutually_exclusive_group()
     order.add_argument(

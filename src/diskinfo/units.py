@@ -78,3 +78,8 @@ def format_size(nbytes: float, binary: bool = False) -> str:
             )
         value /= step
     return f"{value:,.1f} {units[-1]}"
+
+
+def counted(n: int, noun: str, nouns: str | None = None) -> str:
+    """'1 shard', '64 shards': a message about one thing should not read like one about many."""
+    return f"{n} {noun}" if n == 1 else f"{n} {nouns or noun + 's'}"

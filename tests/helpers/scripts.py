@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-DOCKER = Path(__file__).resolve().parents[2] / "docker"
+from tests.helpers import ROOT
+
+DOCKER = ROOT / "docker"
 PHASES = ("start", "run")
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-pytestmark = pytest.mark.image
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.image
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +63,11 @@ def test_tools_and_our_package_are_installed(docker_client, image):
         "set -e; python3 -c 'import torch, diskinfo, supervisor, jupyterlab, psutil'; "
         "diskinfo --version; command -v sshd gcc; id jovyan"
     )
-    if (REPO / "scripts" / "validate-cuda").exists():
+    if (ROOT / "scripts" / "validate-cuda").exists():
         script += "; validate-cuda --help >/dev/null && echo validate-cuda ok"
     out = inside(docker_client, image, script)
     assert "diskinfo" in out and "uid=1000(jovyan) gid=100" in out
-    if (REPO / "scripts" / "validate-cuda").exists():
+    if (ROOT / "scripts" / "validate-cuda").exists():
         assert "validate-cuda ok" in out
 
 
@@ -91,7 +89,7 @@ def test_layers_are_ordered_by_how_often_they_change(attrs, docker_client, image
 
 def test_dockerfile_has_a_devel_target_and_defaults_to_runtime():
     """The devel stage needs NVIDIA's apt repository, so it is only built on the real base."""
-    text = (REPO / "Dockerfile").read_text()
+    text = (ROOT / "Dockerfile").read_text()
     stages = [line.split() for line in text.splitlines() if line.startswith("FROM ")]
     assert ["FROM", "runtime", "AS", "devel"] in stages
     assert stages[-1] == ["FROM", "runtime"], "the last stage (docker build's default) is runtime"

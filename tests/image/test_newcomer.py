@@ -29,12 +29,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import net
+from tests.helpers import ROOT, net
 from tests.helpers.readme import readme_command
 
 pytestmark = pytest.mark.image
 
-ROOT = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("IMAGE", "pytorch-cuda-diskinfo:test")
 DOCKER = os.environ.get("DOCKER", "docker")
 README_IMAGE = "pytorch-cuda-diskinfo:latest"

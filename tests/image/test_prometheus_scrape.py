@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 MIB = 2**20
 WINDOW_S = 20  # rate() window: 20 monitor intervals

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from tests.helpers.loopdev import ext4_loop
 from tests.helpers.net import free_port, wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 PROLOG = ROOT / "monitoring/slurm/prolog.sh"
 DISKINFO = Path(sys.executable).with_name("diskinfo")
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 PROM = ROOT / "monitoring/prometheus"
 PROMTOOL = shutil.which("promtool")
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from scripts.validate_cuda import checks, common, judge, machine, measure, report
+from tests.helpers import ROOT
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "validate-cuda"
+SCRIPT = ROOT / "scripts" / "validate-cuda"
 
 torch = pytest.importorskip("torch")
 NO_GPU = shutil.which("nvidia-smi") is None and not torch.cuda.is_available()
@@ -124,14 +125,11 @@ def test_gpu_mode_with_a_driver_but_no_cuda_skips_with_reasons() -> None:
     assert [r.name for r in results] == list(common.GPU_CHECKS)
 
 
-REPO = SCRIPT.parents[1]
-
-
 def make_test_cuda(path: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": path, "HOME": str(REPO)}
+    env = {"PATH": path, "HOME": str(ROOT)}
     return subprocess.run(
         ["make", "-s", "test-cuda", "DOCKER=/usr/bin/docker"],
-        cwd=REPO,
+        cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,

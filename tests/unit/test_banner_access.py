@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from tests.helpers.scripts import load
 
-DOCKER = Path(__file__).resolve().parents[2] / "docker"
+DOCKER = ROOT / "docker"
 ETC = DOCKER / "etc"
 
 

@@ -29,3 +29,20 @@ def test_missing_path_is_one_line_exit_2(capsys):
     assert main(["resolve", "/no/such/path"]) == 2
     err = capsys.readouterr().err
     assert err == "diskinfo: error: no such file or directory: /no/such/path\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "help_of"),
+    [
+        (["tune", "train:make", "/data"], "diskinfo tune"),  # a second positional
+        (["watch", "/tmp", "--bogus"], "diskinfo watch"),
+        (["--bogus", "watch", "/tmp"], "diskinfo"),  # before the verb: the top level's
+    ],
+)
+def test_a_word_left_over_points_to_the_help_of_where_it_was_given(capsys, argv, help_of):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{help_of}: error: unrecognized arguments: "), err
+    assert err.endswith(f"(see '{help_of} --help')\n") and err.count("\n") == 1, err

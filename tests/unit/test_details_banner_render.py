@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-_PATH = Path(__file__).resolve().parents[2] / "docker" / "start" / "banner.py"
+from tests.helpers import ROOT
+
+_PATH = ROOT / "docker" / "start" / "banner.py"
 _spec = importlib.util.spec_from_file_location("banner", _PATH)
 assert _spec and _spec.loader
 banner = importlib.util.module_from_spec(_spec)

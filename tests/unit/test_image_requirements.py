@@ -5,11 +5,11 @@ package anywhere else."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import tomllib
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 REQUIREMENTS = ROOT / "docker" / "build" / "requirements.txt"
 # the extras the image carries: `diskinfo report`'s PNG and the shard examples
 IMAGE_EXTRAS = ("report", "shards")

@@ -16,10 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diskinfo import cli
 from diskinfo import pack as packmod
 from diskinfo.errors import UserError
 from diskinfo.pack import STATE, pack, read_manifest, verify
 from diskinfo.shards import read_shard
+from tests.helpers import ROOT
 from tests.helpers.cli import one_line_error
 
 
@@ -276,7 +278,7 @@ def test_example_training_script_runs(tmp_path: Path) -> None:
         for i in range(24):
             Image.new("RGB", (40, 30), (i * 10, 0, 0)).save(tmp_path / "src" / cls / f"{i}.png")
     pack(tmp_path / "src", tmp_path / "shards", shard_size=10_000)
-    script = Path(__file__).resolve().parents[2] / "examples" / "train_shards.py"
+    script = ROOT / "examples" / "train_shards.py"
     env = dict(os.environ, DISKINFO_STATE_DIR=str(tmp_path / "state"))
     for reader in ("diskinfo", "webdataset"):
         proc = subprocess.run(
@@ -362,3 +364,14 @@ def test_any_tree_round_trips_exactly(files: dict, shard_size: int, seed: int | 
                         got[(cls, stem, ext)] = data
         assert got == {(c, s, e.lower()): d for (c, s, e), d in expected.items()}
         assert manifest["samples"] == len({(c, s) for c, s, _ in expected})
+
+
+def test_summary_line_counts_in_words(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The line the user reads after packing: '1 shard', not '1 shards'; the rule applied."""
+    image_folder(tmp_path / "src", {"a": 3, "b": 2})
+    assert cli.main(["pack", str(tmp_path / "src"), str(tmp_path / "one")]) == 0
+    out = capsys.readouterr().out
+    assert "packed 5 samples, 2 classes, shuffled, into 1 shard of 5 samples" in out, out
+    assert "default: 1 shard, see docs/shards.md" in out, out
+    assert cli.main(["pack", str(tmp_path / "src"), str(tmp_path / "two"), "--shards", "2"]) == 0
+    assert "into 2 shards of 2-3 samples" in capsys.readouterr().out

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
 from diskinfo.sinks.prometheus import SPECS
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "monitoring/grafana/dashboard.json"
 RULES = ROOT / "monitoring/prometheus/rules.yml"
 PROVISIONING = ROOT / "monitoring/grafana/provisioning"

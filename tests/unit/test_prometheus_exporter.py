@@ -8,7 +8,6 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -30,9 +29,9 @@ from diskinfo.sinks.prometheus import (
     _Totals,
     markdown_table,
 )
+from tests.helpers import ROOT
 from tests.helpers.records import DISKSTATS, full_record
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-T0KEN-4f9a"  # planted wherever a careless exporter might copy text from
 
 

@@ -19,8 +19,8 @@ import yaml
 
 from diskinfo.record import DeviceFigures, IntervalRecord
 from diskinfo.sinks.prometheus import DEFAULT_PORT, PrometheusSink
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "monitoring/kubernetes/daemonset.yaml"
 TOKEN = "eyJhbGciOi-test-service-account-token"
 

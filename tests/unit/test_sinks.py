@@ -11,7 +11,7 @@ from diskinfo.sinks import rotating
 from diskinfo.sinks.jsonl import JsonlSink, encode
 from diskinfo.sinks.rotating import RotatingFile
 from diskinfo.sinks.textlog import TextLogSink, device_line
-from tests.helpers import records
+from tests.helpers import ROOT, records
 
 
 def record(**kw) -> IntervalRecord:
@@ -127,11 +127,10 @@ def test_a_line_cut_short_by_a_full_disk_is_ended_before_the_next(tmp_path, monk
 
 def test_schema_doc_covers_every_field_of_the_record():
     import dataclasses
-    from pathlib import Path
 
     from diskinfo.record import SCHEMA
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "jsonl-schema.md").read_text()
+    doc = (ROOT / "docs" / "jsonl-schema.md").read_text()
     assert f"`{SCHEMA}`" in doc
     from diskinfo.record import (
         CgroupIO,

@@ -27,8 +27,8 @@ import tomllib
 from diskinfo import record
 from diskinfo.cli import build_parser
 from scripts.validate_cuda.cli import build_parser as validate_cuda_parser
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PINNED = Path(__file__).with_name("surface.json")
 PUBLIC_IMPORTS = (
     "diskinfo.__version__",

@@ -8,7 +8,7 @@ import pytest
 
 from diskinfo import cli
 from diskinfo.errors import UserError
-from diskinfo.units import format_size, parse_size, size_arg
+from diskinfo.units import counted, format_size, parse_size, size_arg
 from tests.helpers.cli import one_line_error
 
 
@@ -60,9 +60,13 @@ def test_bench_and_pack_read_sizes_alike(capsys: pytest.CaptureFixture[str]) -> 
     parser = cli.build_parser()
     bench = parser.parse_args(["bench", "/tmp", "--size", "512M"])
     assert bench.size == 512 * 2**20
-    # pack parses its size when it runs: the same rule, the same one-line refusal
+    pack = parser.parse_args(["pack", "/src", "/dest", "--shard-size", "512M"])
+    assert pack.shard_size == 512 * 2**20
+    # the same rule, the same one-line refusal, naming the option, before SRC is looked at
     err = one_line_error(["pack", "/nonexistent-src", "/tmp/x", "--shard-size", "12XB"], capsys)
-    assert "not a size" in err
+    assert err.startswith("diskinfo pack: error: argument --shard-size: not a size"), err
+    err = one_line_error(["pack", "/nonexistent-src", "/tmp/x", "--shard-size", "0"], capsys)
+    assert "argument --shard-size: size must be at least 1 B, got 0" in err, err
 
 
 def test_help_states_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,3 +74,8 @@ def test_help_states_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
         with pytest.raises(SystemExit):
             cli.main([verb, "--help"])
         assert "1GB = 10^9 bytes" in capsys.readouterr().out.replace("\n", " ").replace("  ", " ")
+
+
+def test_counted_says_one_thing_in_the_singular() -> None:
+    assert [counted(n, "shard") for n in (0, 1, 2)] == ["0 shards", "1 shard", "2 shards"]
+    assert [counted(n, "class", "classes") for n in (1, 2)] == ["1 class", "2 classes"]

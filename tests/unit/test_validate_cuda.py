@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scripts.validate_cuda import cli, common, drivers, judge, report
+from tests.helpers import ROOT
 
 PROC_PROPRIETARY = (
     "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
@@ -303,7 +304,7 @@ def test_one_driver_table_and_version_rule_for_the_banner_too(monkeypatch) -> No
     assert drivers.version_tuple("520.61.05-rc") == (520, 61, 5)  # trailing text ends it
     assert drivers.version_tuple("560.x") == (560,) and drivers.version_tuple("") == ()
     banner = importlib.util.spec_from_file_location(
-        "banner_for_drivers", Path(__file__).resolve().parents[2] / "docker" / "start" / "banner.py"
+        "banner_for_drivers", ROOT / "docker" / "start" / "banner.py"
     )
     assert banner is not None and banner.loader is not None
     module = importlib.util.module_from_spec(banner)

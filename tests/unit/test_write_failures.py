@@ -8,14 +8,12 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from diskinfo.sinks import rotating
 from diskinfo.sinks.rotating import RotatingFile, rotate
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def test_each_kind_of_failure_is_said_once_and_again_after_a_recovery(tmp_path, monkeypatch):

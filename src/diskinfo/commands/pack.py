@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from diskinfo.pack import MANIFEST, pack
-from diskinfo.units import format_size, parse_size
+from diskinfo.units import counted, format_size
 
 
 def run(args: argparse.Namespace) -> int:
@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
             args.dest,
             shards=args.shards,
             readers=args.readers,
-            shard_size=None if args.shard_size is None else parse_size(args.shard_size),
+            shard_size=args.shard_size,
             shuffle_seed=None if args.no_shuffle else args.shuffle_seed,
             force=args.force,
             progress=args.progress,
@@ -27,14 +27,16 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    classes = f", {len(manifest['classes'])} classes" if manifest["classes"] else ""
+    classes = manifest["classes"]
+    kinds = f", {counted(len(classes), 'class', 'classes')}" if classes else ""
     shards = manifest["shards"]
     low, high = manifest["samples_per_shard"]
-    each = f"{low}" if low == high else f"{low}-{high}"
+    each = counted(low, "sample") if low == high else f"{low}-{high} samples"
     order = "shuffled" if manifest["shuffle_seed"] is not None else "in key order"
     print(
-        f"packed {manifest['samples']} samples{classes}, {order}, into {len(shards)} shards of "
-        f"{each} samples ({format_size(sum(s['bytes'] for s in shards))}; "
+        f"packed {counted(manifest['samples'], 'sample')}{kinds}, {order}, into "
+        f"{counted(len(shards), 'shard')} of {each} "
+        f"({format_size(sum(s['bytes'] for s in shards))}; "
         f"{manifest['shard_rule']}) in {args.dest}; index: {args.dest.rstrip('/')}/{MANIFEST}"
     )
     return 0

@@ -25,7 +25,7 @@ import tarfile
 
 from diskinfo.errors import UserError
 from diskinfo.pack.scan import BLOCK, Sample, tar_size
-from diskinfo.units import format_size
+from diskinfo.units import counted, format_size
 
 FORMAT = "diskinfo.pack/1"
 DEFAULT_SHARDS = 64
@@ -71,7 +71,7 @@ def shard_count(
         count = DEFAULT_SHARDS * -(-nbytes // (DEFAULT_SHARDS * MAX_SHARD_BYTES))
     else:
         count = 1 << max(0, (nbytes // MIN_SHARD_BYTES).bit_length() - 1)
-    rule = f"default: {count} shards (see docs/shards.md)"
+    rule = f"default: {counted(count, 'shard')}, see docs/shards.md"
     if count > n:
         count = 1 << (n.bit_length() - 1)
         rule += f", cut to {count}: only {n} samples"
