@@ -80,6 +80,12 @@ def format_size(nbytes: float, binary: bool = False) -> str:
     return f"{value:,.1f} {units[-1]}"
 
 
+def format_given(nbytes: int) -> str:
+    """A size the user gave, shown back in the units it was most likely given in: 100k reads
+    back as '100 KiB' (not '102 kB'), 4GB as '4 GB'."""
+    return format_size(nbytes, binary=nbytes % 1000 != 0 and nbytes % 1024 == 0)
+
+
 def counted(n: int, noun: str, nouns: str | None = None) -> str:
     """'1 shard', '64 shards': a message about one thing should not read like one about many."""
     return f"{n} {noun}" if n == 1 else f"{n} {nouns or noun + 's'}"

@@ -8,7 +8,7 @@ import pytest
 
 from diskinfo import cli
 from diskinfo.errors import UserError
-from diskinfo.units import counted, format_size, parse_size, size_arg
+from diskinfo.units import counted, format_given, format_size, parse_size, size_arg
 from tests.helpers.cli import one_line_error
 
 
@@ -79,3 +79,12 @@ def test_help_states_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
 def test_counted_says_one_thing_in_the_singular() -> None:
     assert [counted(n, "shard") for n in (0, 1, 2)] == ["0 shards", "1 shard", "2 shards"]
     assert [counted(n, "class", "classes") for n in (1, 2)] == ["1 class", "2 classes"]
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [("100k", "100 KiB"), ("512M", "512 MiB"), ("1.5G", "1.5 GiB"), ("4GB", "4 GB"),
+     ("100kB", "100 kB"), ("1000", "1 kB"), ("1024", "1 KiB")],
+)  # fmt: skip
+def test_a_size_reads_back_as_given(given: str, shown: str) -> None:
+    assert format_given(parse_size(given)) == shown

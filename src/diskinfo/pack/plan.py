@@ -25,7 +25,7 @@ import tarfile
 
 from diskinfo.errors import UserError
 from diskinfo.pack.scan import BLOCK, Sample, tar_size
-from diskinfo.units import counted, format_size
+from diskinfo.units import counted, format_given
 
 FORMAT = "diskinfo.pack/1"
 DEFAULT_SHARDS = 64
@@ -66,7 +66,7 @@ def shard_count(
             rule += f", cut to {count}: only {n} samples"
         return count, rule
     if shard_size is not None:
-        return _fewest_within(samples, shard_size), f"--shard-size {format_size(shard_size)}"
+        return _fewest_within(samples, shard_size), f"--shard-size {format_given(shard_size)}"
     if nbytes >= DEFAULT_SHARDS * MIN_SHARD_BYTES:
         count = DEFAULT_SHARDS * -(-nbytes // (DEFAULT_SHARDS * MAX_SHARD_BYTES))
     else:
