@@ -58,6 +58,11 @@ def progress_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def verb(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse.ArgumentParser:
+    """A subcommand whose own --help opens with the line `diskinfo --help` lists it by."""
+    return sub.add_parser(name, help=summary, description=summary)
+
+
 def _handler(module: str, func: str = "run"):
     def call(args: argparse.Namespace) -> int:
         return getattr(importlib.import_module(module), func)(args)
@@ -75,14 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.verbs = sub.choices
 
     # --- resolve ---
-    p = sub.add_parser("resolve", help="show path -> mount -> device -> physical disks")
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p = verb(sub, "resolve", "show path -> mount -> device -> physical disks")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a file or directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_handler("diskinfo.commands.resolve"))
 
     # --- watch ---
-    p = sub.add_parser("watch", help="sample the devices behind PATHs every interval")
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p = verb(sub, "watch", "sample the devices behind PATHs every interval")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="what the training reads (its data directory)"
+    )
     p.add_argument("--interval", type=positive_float, default=5.0, help="seconds (default 5)")
     p.add_argument("--count", type=int, default=None, help="stop after N intervals")
     p.add_argument("--log-dir", default="/workspace/logs", help="default /workspace/logs")
@@ -114,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_handler("diskinfo.commands.watch"))
 
     # --- bench ---
-    p = sub.add_parser("bench", help="measure the device's sequential bandwidth and random IOPS")
+    p = verb(sub, "bench", "measure the device's sequential bandwidth and random IOPS")
     p.add_argument("path", metavar="PATH", help="a directory (a test file is made) or a file")
     p.add_argument(
         "--size",
@@ -131,15 +138,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_handler("diskinfo.commands.bench"))
 
     # --- report ---
-    p = sub.add_parser("report", help="summarise one run's JSONL, or compare two side by side")
-    p.add_argument("runs", nargs="+", metavar="RUN.jsonl")
+    p = verb(sub, "report", "summarise one run's JSONL, or compare two side by side")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN.jsonl",
+        help="a run's diskinfo.jsonl; two (before after) are compared side by side",
+    )
     p.add_argument("--png", default=None, help="timeline PNG path (default: next to the JSONL)")
     p.add_argument("--no-png", action="store_true", help="print the summary only")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_handler("diskinfo.commands.report"))
 
     # --- status ---
-    p = sub.add_parser("status", help="print the node's storage pressure as JSON")
+    p = verb(sub, "status", "print the node's storage pressure as JSON")
     p.add_argument(
         "--url",
         default=None,
@@ -155,9 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_handler("diskinfo.commands.status"))
 
     # --- pack ---
-    p = sub.add_parser("pack", help="pack a tree of small files into WebDataset tar shards")
-    p.add_argument("src", metavar="SRC")
-    p.add_argument("dest", metavar="DEST")
+    p = verb(sub, "pack", "pack a tree of small files into WebDataset tar shards")
+    p.add_argument(
+        "src",
+        metavar="SRC",
+        help="class folders (class/x.jpg) or files grouped by stem (x.jpg, x.json)",
+    )
+    p.add_argument("dest", metavar="DEST", help="the shards and their manifest.json go here")
     count = p.add_mutually_exclusive_group()
     count.add_argument(
         "--readers",
@@ -191,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_handler("diskinfo.commands.pack"))
 
     # --- tune (issue 14: choose DataLoader settings by measurement) ---
-    p = sub.add_parser("tune", help="measure DataLoader settings on your dataset, name the best")
+    p = verb(sub, "tune", "measure DataLoader settings on your dataset, name the best")
     p.add_argument("factory", metavar="MODULE:FACTORY", help="a function returning the Dataset")
     p.add_argument(
         "--budget",

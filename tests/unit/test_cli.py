@@ -46,3 +46,24 @@ def test_a_word_left_over_points_to_the_help_of_where_it_was_given(capsys, argv,
     err = capsys.readouterr().err
     assert err.startswith(f"{help_of}: error: unrecognized arguments: "), err
     assert err.endswith(f"(see '{help_of} --help')\n") and err.count("\n") == 1, err
+
+
+def test_every_verb_says_what_it_does_in_its_own_help(capsys):
+    """`diskinfo VERB --help` opens with the line `diskinfo --help` lists the verb by, and every
+    positional argument says what it takes."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    listed = dict(line.split(maxsplit=1) for line in top.splitlines() if line.startswith("    "))
+    assert set(listed) == {"resolve", "watch", "bench", "report", "status", "pack", "tune"}
+    for name, summary in listed.items():
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        out = capsys.readouterr().out
+        assert out.split("\n\n")[1] == summary, (name, out)
+        if "positional arguments:" in out:
+            block = out.split("positional arguments:\n", 1)[1].split("\n\n", 1)[0]
+            assert all(len(line.split()) > 1 for line in block.splitlines() if line[2] != " "), (
+                name,
+                block,
+            )
