@@ -6,11 +6,11 @@ import io
 import json
 import os
 
-from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures
+from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures, ProcessIO
 from diskinfo.sinks import rotating
 from diskinfo.sinks.jsonl import JsonlSink, encode
 from diskinfo.sinks.rotating import RotatingFile
-from diskinfo.sinks.textlog import TextLogSink, device_line
+from diskinfo.sinks.textlog import TextLogSink, device_line, verdict_lines
 from tests.helpers import ROOT, records
 
 
@@ -156,3 +156,18 @@ def test_fast_encoding_equals_to_dict():
     rec.verdict = Verdict(verdict="idle", evidence=["e"], fixes=["f"])
     rec.devices[0].counters = {"rd_ios": 1}
     assert json.loads(encode(rec)) == json.loads(json.dumps(rec.to_dict()))
+
+
+def test_procs_line_shows_the_top_readers_then_the_busiest():
+    """Nobody reading (data in RAM): the process at 194% CPU leads, not one that read 1 kB."""
+    rec = IntervalRecord(ts=0.0, elapsed_s=5.0)
+    rec.procs = [
+        ProcessIO(pid=113, name="sh", role="launcher"),
+        ProcessIO(pid=117, name="python", role="main", cpu_percent=194.0),
+        ProcessIO(pid=116, name="python", role="child", rchar_mb_s=0.001),
+    ]
+    line = next(x for x in verdict_lines(rec) if x.startswith("[Procs]"))
+    assert line.split()[1::4] == ["main:117", "launcher:113", "child:116"], line
+    rec.procs.append(ProcessIO(pid=120, name="python", role="worker", read_mb_s=3.0))
+    line = next(x for x in verdict_lines(rec) if x.startswith("[Procs]"))
+    assert line.split()[1::4] == ["worker:120", "main:117", "launcher:113", "child:116"], line

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import psutil
 import pytest
@@ -15,7 +17,7 @@ import pytest
 from diskinfo.cli import build_parser, main
 from diskinfo.collectors.disk import DiskCollector
 from diskinfo.collectors.watched import WatchedPaths
-from diskinfo.commands.watch import build_monitor
+from diskinfo.commands.watch import build_monitor, say_unmeasurable
 from diskinfo.record import SCHEMA, IntervalRecord
 from diskinfo.sinks.jsonl import JsonlSink
 from diskinfo.sinks.textlog import TextLogSink
@@ -229,3 +231,19 @@ def test_stdout_echo_is_off_by_default_when_stdout_is_not_a_terminal(tmp_path):
 def test_main_turns_user_error_into_exit_2(capsys):
     assert main(["resolve", "/no/such/x"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_what_cannot_be_measured_is_said_once_for_the_paths_it_holds_alike():
+    overlay = "overlay (container root): the upper layer is a host path not visible here"
+    res = [
+        SimpleNamespace(path="/workspace/data", measurable=True, inferred=True, note=overlay),
+        SimpleNamespace(path="/workspace", measurable=True, inferred=True, note=overlay),
+        SimpleNamespace(path="/proc", measurable=False, inferred=False, note="pseudo-filesystem"),
+        SimpleNamespace(path="/data", measurable=True, inferred=False, note=""),
+    ]
+    out = io.StringIO()
+    say_unmeasurable(SimpleNamespace(resolutions=res), out)  # type: ignore[arg-type]
+    assert out.getvalue().splitlines() == [
+        f"diskinfo: /workspace/data, /workspace: {overlay}",
+        "diskinfo: /proc: pseudo-filesystem",
+    ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TextIO
 
 from diskinfo.analyse.baseline import BaselineCache
 from diskinfo.analyse.diagnoser import Diagnoser
@@ -35,11 +36,15 @@ def watched_paths(paths: list[str]) -> WatchedPaths:
     return watched
 
 
-def say_unmeasurable(watched: WatchedPaths) -> None:
-    """What cannot be measured is said once, at start."""
+def say_unmeasurable(watched: WatchedPaths, stream: TextIO = sys.stderr) -> None:
+    """What cannot be measured is said once, at start: once for the paths it holds alike
+    (/workspace/data and /workspace both on the container's overlay)."""
+    paths_of: dict[str, list[str]] = {}
     for res in watched.resolutions:
         if not res.measurable or res.inferred:
-            print(f"diskinfo: {res.path}: {res.note}", file=sys.stderr)
+            paths_of.setdefault(res.note, []).append(res.path)
+    for note, paths in paths_of.items():
+        print(f"diskinfo: {', '.join(paths)}: {note}", file=stream)
 
 
 def build_monitor(args: argparse.Namespace) -> Monitor:

@@ -82,7 +82,11 @@ def verdict_lines(record: IntervalRecord) -> list[str]:
         f"pcie rx={g.pcie_rx_mb_s:.0f}MB/s tx={g.pcie_tx_mb_s:.0f}MB/s power={g.power_w:.0f}W"
         for g in record.gpus or []
     ]
-    readers = sorted(record.procs, key=lambda p: -(p.read_mb_s + p.rchar_mb_s))[:4]
+    # who reads most, as the line shows it (to 0.01 MB/s); among equals, who uses most CPU:
+    # with the data in the page cache or in RAM, the busy process is the one to see
+    readers = sorted(
+        record.procs, key=lambda p: (-round(p.read_mb_s + p.rchar_mb_s, 2), -p.cpu_percent)
+    )[:4]
     if readers:
         out.append(
             "[Procs] "
