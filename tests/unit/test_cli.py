@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from diskinfo.cli import main
+from tests.helpers import ROOT
 
 
 @pytest.mark.parametrize(
@@ -67,3 +70,19 @@ def test_every_verb_says_what_it_does_in_its_own_help(capsys):
                 name,
                 block,
             )
+
+
+def test_every_option_the_docs_show_is_an_option_of_that_verb(capsys):
+    """A user copies `diskinfo VERB --option` from the README or docs/: the verb must take it."""
+    takes = {}
+    for verb in ("resolve", "watch", "bench", "report", "status", "pack", "tune"):
+        with pytest.raises(SystemExit):
+            main([verb, "--help"])
+        takes[verb] = set(re.findall(r"--[a-z][a-z-]+", capsys.readouterr().out))
+    shown = 0
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for m in re.finditer(rf"diskinfo ({'|'.join(takes)})\b([^`\n|]*)", doc.read_text()):
+            for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", m.group(2)):
+                shown += 1
+                assert option in takes[m.group(1)], f"{doc.name}: {m.group(0)}"
+    assert shown > 20  # the docs do show options: the pattern still finds them
