@@ -70,7 +70,7 @@ def _handler(module: str, func: str = "run"):
     return call
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="diskinfo",
         description="Is the GPU waiting for data? Disk, GPU and data-loader observability.",

@@ -233,7 +233,7 @@ def test_main_turns_user_error_into_exit_2(capsys):
     assert "no such file" in capsys.readouterr().err
 
 
-def test_what_cannot_be_measured_is_said_once_for_the_paths_it_holds_alike():
+def test_what_cannot_be_measured_is_said_once_for_the_paths_it_holds_alike(capsys):
     overlay = "overlay (container root): the upper layer is a host path not visible here"
     res = [
         SimpleNamespace(path="/workspace/data", measurable=True, inferred=True, note=overlay),
@@ -243,7 +243,11 @@ def test_what_cannot_be_measured_is_said_once_for_the_paths_it_holds_alike():
     ]
     out = io.StringIO()
     say_unmeasurable(SimpleNamespace(resolutions=res), out)  # type: ignore[arg-type]
-    assert out.getvalue().splitlines() == [
+    said = [
         f"diskinfo: /workspace/data, /workspace: {overlay}",
         "diskinfo: /proc: pseudo-filesystem",
     ]
+    assert out.getvalue().splitlines() == said
+    # without a stream: the stderr of the moment (`diskinfo watch`'s own, or a redirected one)
+    say_unmeasurable(SimpleNamespace(resolutions=res))  # type: ignore[arg-type]
+    assert capsys.readouterr().err.splitlines() == said

@@ -36,7 +36,7 @@ def watched_paths(paths: list[str]) -> WatchedPaths:
     return watched
 
 
-def say_unmeasurable(watched: WatchedPaths, stream: TextIO = sys.stderr) -> None:
+def say_unmeasurable(watched: WatchedPaths, stream: TextIO | None = None) -> None:
     """What cannot be measured is said once, at start: once for the paths it holds alike
     (/workspace/data and /workspace both on the container's overlay)."""
     paths_of: dict[str, list[str]] = {}
@@ -44,7 +44,7 @@ def say_unmeasurable(watched: WatchedPaths, stream: TextIO = sys.stderr) -> None
         if not res.measurable or res.inferred:
             paths_of.setdefault(res.note, []).append(res.path)
     for note, paths in paths_of.items():
-        print(f"diskinfo: {', '.join(paths)}: {note}", file=stream)
+        print(f"diskinfo: {', '.join(paths)}: {note}", file=stream or sys.stderr)
 
 
 def build_monitor(args: argparse.Namespace) -> Monitor:
