@@ -230,6 +230,43 @@ def test_bad_input_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "cannot read" in err and "9999.jpg" in err
 
 
+def test_linked_class_directories_are_classes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Datasets are often assembled from links to directories elsewhere; ImageFolder follows
+    them (os.scandir's is_dir, os.walk followlinks=True), so the same tree must pack with the
+    same classes and class numbers here, and a link back up must fail in one line, not loop."""
+    src = tmp_path / "src"
+    files = image_folder(src, {"cat": 3, "dog": 2})
+    store = image_folder(tmp_path / "store", {"bird": 4})
+    (src / "bird").symlink_to(tmp_path / "store" / "bird")
+    (src / "dog" / "more").symlink_to(tmp_path / "store" / "bird")  # dog/more/0000.jpg ...
+    classes = sorted(e.name for e in os.scandir(src) if e.is_dir())  # ImageFolder.find_classes
+    manifest = pack(src, tmp_path / "out", shard_size=1 << 20, shuffle_seed=None)
+    assert manifest["classes"] == classes == ["bird", "cat", "dog"]
+    assert manifest["class_counts"] == {"bird": 4, "cat": 3, "dog": 6}
+    got = {s["__key__"]: (int(s["cls"]), s["jpg"]) for s in all_samples(tmp_path / "out")}
+    for name, data in store.items():
+        assert got[name.removesuffix(".jpg")] == (0, data)
+        assert got["dog/more/" + name.split("/")[1].removesuffix(".jpg")] == (2, data)
+    assert got["cat/0000"] == (1, files["cat/0000.jpg"])
+
+    (src / "cat" / "up").symlink_to(src)
+    err = one_line_error(["pack", str(src), str(tmp_path / "o1")], capsys)
+    assert "cat/up links back to" in err and "a directory it is in" in err
+    (src / "cat" / "up").unlink()
+    (tmp_path / "store" / "bird" / "loop").symlink_to(tmp_path / "store" / "bird")
+    err = one_line_error(["pack", str(src), str(tmp_path / "o2")], capsys)
+    assert "bird/loop links back to" in err
+    (tmp_path / "store" / "bird" / "loop").unlink()
+    (tmp_path / "elsewhere").mkdir()
+    (src / "cat" / "out").symlink_to(tmp_path / "elsewhere")
+    err = one_line_error(["pack", str(src), str(tmp_path / "elsewhere" / "o3")], capsys)
+    assert "inside SRC" in err and "through the link" in err and "cat/out" in err
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+    assert not list((tmp_path / "elsewhere").iterdir())
+
+
 def test_unreadable_file_one_line_error(tmp_path: Path) -> None:
     """Root reads every file, so as root the CLI runs without its DAC-override capabilities."""
     image_folder(tmp_path / "src", {"a": 4})

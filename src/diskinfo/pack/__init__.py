@@ -132,7 +132,7 @@ def pack(
     src, dest = Path(src), Path(dest)
     out = stream or sys.stderr
     check_paths(src, dest)
-    found = scan(src)
+    found = scan(src, dest)
     samples = list(found.samples)
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(samples)

@@ -6,7 +6,10 @@
   and each sample gets a `cls` member with the class index (sorted names, as torchvision's
   ImageFolder numbers them); files directly in SRC: no classes; both at once is an error;
 - hidden files, files without an extension and non-regular files (FIFOs, sockets, devices)
-  are skipped, and counted in the manifest; symbolic links to files are followed.
+  are skipped, and counted in the manifest;
+- symbolic links are followed, to directories too, as ImageFolder follows them (a class that
+  is a link to a directory elsewhere is a class, numbered among the others); a link back to a
+  directory above it is an error, not an endless walk.
 """
 
 from __future__ import annotations
@@ -77,17 +80,45 @@ def check_paths(src: Path, dest: Path) -> None:
         )
 
 
-def scan(src: Path) -> Scan:
-    """Walk SRC in sorted order and group files into samples (see the module docstring)."""
+def dir_id(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    return st.st_dev, st.st_ino
+
+
+def scan(src: Path, dest: Path | None = None) -> Scan:
+    """Walk SRC in sorted order and group files into samples (see the module docstring).
+    `dest`: refused if a link in SRC leads to it (a second run would pack its shards)."""
+    real_dest = dest.resolve() if dest is not None else None
     groups: dict[str, Sample] = {}
     hidden = no_ext = special = 0
 
     def fail(exc: OSError) -> None:
         raise UserError(f"cannot read {exc.filename}: {exc.strerror}")
 
-    for dirpath, dirnames, filenames in os.walk(src, onerror=fail):
+    # (device, inode) of each directory on the way down to the one walked, to stop a loop
+    above: dict[str, tuple[tuple[int, int], ...]] = {}
+    for dirpath, dirnames, filenames in os.walk(src, onerror=fail, followlinks=True):
         hidden += sum(1 for d in dirnames if d.startswith("."))
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        here = (*above.pop(dirpath, ()), dir_id(dirpath))
+        for d in dirnames:
+            child = os.path.join(dirpath, d)
+            if dir_id(child) in here:
+                raise UserError(
+                    f"{child} links back to {os.path.realpath(child)}, a directory it is in: "
+                    "remove the link or pack a directory without the loop"
+                )
+            if real_dest is not None and os.path.islink(child):
+                real = Path(os.path.realpath(child))
+                if real == real_dest or real in real_dest.parents:
+                    raise UserError(
+                        f"DEST {dest} is inside SRC {src} through the link {child}: "
+                        "the shards would be packed into themselves"
+                    )
+            above[child] = here
         rel = Path(dirpath).relative_to(src).as_posix()
         prefix = "" if rel == "." else rel + "/"
         for name in sorted(filenames):
