@@ -20,17 +20,21 @@ per member extension ("jpg", "json", "cls").
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import itertools
 import os
 import random
 import warnings
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch.utils.data
 
-from diskinfo.pack import read_manifest
+from diskinfo.pack import shardlist
 
 Sample = dict[str, Any]
 _BUFFER = 1 << 20
@@ -68,33 +72,55 @@ def tar_members(path: str | Path) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of each regular file in a ustar/pax/GNU tar, read straight from the
     header fields, not through tarfile, whose per-member cost bounded the reader (see
     benchmarks/results/shards.md). Long names (pax `path`, GNU `L`) are honoured; headers are
-    checksummed."""
-    with open(path, "rb", buffering=_BUFFER) as fh:
-        long_name: str | None = None
-        while len(header := fh.read(512)) == 512 and header.count(0) != 512:
-            stored = header[148:156].split(b"\0", 1)[0].strip()
-            if not stored or int(stored, 8) != sum(header) - sum(header[148:156]) + 256:
-                raise ValueError(f"{path}: not a tar file or a damaged header")
-            field = header[124:136]
-            if field[0] & 0x80:  # base-256 size (over 8 GiB)
-                size = int.from_bytes(field[1:], "big")
-            else:
-                size = int(field.split(b"\0", 1)[0].strip() or b"0", 8)
-            data = fh.read(size)
-            if len(data) != size:
-                raise ValueError(f"{path}: truncated in a member's data")
-            fh.seek(-size % 512, 1)
-            kind = header[156:157]
-            if kind == b"x":
-                long_name = _pax_path(data) or long_name
-            elif kind == b"L":
-                long_name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
-            elif kind in _FILE_TYPES:
-                name = long_name or _ustar_name(header)
-                long_name = None
-                yield name, data
-            elif kind != b"g":
-                long_name = None  # directories, links and devices: no sample bytes
+    checksummed. Gzipped tars (`.tar.gz`, `.tgz`, webdataset's TarWriter(compress=True)) are
+    known by their magic bytes, whatever their name."""
+    with open(path, "rb", buffering=_BUFFER) as raw:
+        try:
+            with _maybe_gunzip(raw) as fh:
+                yield from _members(path, fh)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise ValueError(f"{path}: damaged gzip data ({exc})") from None
+
+
+def _maybe_gunzip(raw: io.BufferedReader) -> contextlib.AbstractContextManager[IO[bytes]]:
+    if raw.peek(2)[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    return contextlib.nullcontext(raw)
+
+
+def _members(path: str | Path, fh: IO[bytes]) -> Iterator[tuple[str, bytes]]:
+    long_name: str | None = None
+    while len(header := fh.read(512)) == 512 and header.count(0) != 512:
+        stored = header[148:156].split(b"\0", 1)[0].strip()
+        if not _checksum_ok(stored, header):
+            raise ValueError(f"{path}: not a tar file or a damaged header")
+        field = header[124:136]
+        if field[0] & 0x80:  # base-256 size (over 8 GiB)
+            size = int.from_bytes(field[1:], "big")
+        else:
+            size = int(field.split(b"\0", 1)[0].strip() or b"0", 8)
+        data = fh.read(size)
+        if len(data) != size:
+            raise ValueError(f"{path}: truncated in a member's data")
+        fh.seek(-size % 512, 1)
+        kind = header[156:157]
+        if kind == b"x":
+            long_name = _pax_path(data) or long_name
+        elif kind == b"L":
+            long_name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
+        elif kind in _FILE_TYPES:
+            name = long_name or _ustar_name(header)
+            long_name = None
+            yield name, data
+        elif kind != b"g":
+            long_name = None  # directories, links and devices: no sample bytes
+
+
+def _checksum_ok(stored: bytes, header: bytes) -> bool:
+    try:
+        return bool(stored) and int(stored, 8) == sum(header) - sum(header[148:156]) + 256
+    except ValueError:  # not octal digits: not a tar header at all
+        return False
 
 
 def _ustar_name(header: bytes) -> str:
@@ -133,9 +159,11 @@ def consumer() -> tuple[int, int, int, int]:
 
 
 class ShardDataset(torch.utils.data.IterableDataset):
-    """Samples of a packed dataset. `source`: a `diskinfo pack` DEST (or its manifest.json),
-    or a list of tar paths. rank/world_size default to torch.distributed, then to the RANK
-    and WORLD_SIZE variables torchrun sets.
+    """Samples of a packed dataset. `source`: a `diskinfo pack` DEST (or its manifest.json);
+    or tar shards made elsewhere (plain or gzipped): one path, a list of paths, a brace pattern
+    as webdataset takes (`train-{000000..000146}.tar`) or a glob; a name that leads to no
+    shard is a UserError here, not in a worker. rank/world_size default to torch.distributed,
+    then to the RANK and WORLD_SIZE variables torchrun sets.
 
     train: default for the two shuffles below (off for evaluation: the packed order).
     shuffle_shards: reshuffle the shard order each epoch, the same on every rank for one
@@ -162,15 +190,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
     ) -> None:
         super().__init__()
         self.counts: list[int] | None = None
-        if isinstance(source, (str, Path)):
-            manifest = read_manifest(source)
-            base = Path(source) if Path(source).is_dir() else Path(source).parent
-            self.shards = [str(base / s["name"]) for s in manifest["shards"]]
-            self.samples: int | None = manifest["samples"]
+        self.shards, manifest = shardlist.resolve(source)
+        self.samples: int | None = None
+        if manifest is not None:
+            self.samples = manifest["samples"]
             self.counts = [s["samples"] for s in manifest["shards"]]
-        else:
-            self.shards = [str(p) for p in source]
-            self.samples = None
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and not 0 <= rank < world_size:  # type: ignore[operator]

@@ -3,6 +3,7 @@ and the `webdataset` library reads the same shards."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import random
 import tarfile
@@ -13,7 +14,8 @@ import pytest
 import torch.utils.data
 import webdataset as wds
 
-from diskinfo.pack import pack, read_manifest
+from diskinfo.errors import UserError
+from diskinfo.pack import pack, read_manifest, shardlist
 from diskinfo.shards import ShardDataset, read_shard, split_name, tar_members
 
 
@@ -168,3 +170,85 @@ def test_tar_members_reads_what_tarfile_reads(tmp_path: Path, fmt: int) -> None:
     path.write_bytes(bytes(damaged))
     with pytest.raises(ValueError, match="damaged header"):
         list(tar_members(path))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_reads_shards_webdataset_wrote(tmp_path: Path, compress: bool) -> None:
+    """Shards made elsewhere (webdataset's TarWriter, gzipped or not), named the ways a
+    webdataset user names them, give what webdataset itself reads from them."""
+    suffix = ".tar.gz" if compress else ".tar"
+    rng = random.Random(5)
+    for n in range(3):
+        with wds.TarWriter(str(tmp_path / f"train-{n:06d}{suffix}"), compress=compress) as sink:
+            for i in range(4):
+                sink.write({"__key__": f"s{n}_{i}", "jpg": rng.randbytes(900), "cls": n})
+    pattern = str(tmp_path / f"train-{{000000..000002}}{suffix}")
+    expected = {
+        key: (data, int(label))
+        for key, data, label in wds.WebDataset(pattern, shardshuffle=False).to_tuple(
+            "__key__", "jpg", "cls"
+        )
+    }
+    assert len(expected) == 12
+    one = str(tmp_path / f"train-000001{suffix}")
+    for source, count in [
+        (pattern, 12),
+        (str(tmp_path / f"train-*{suffix}"), 12),
+        ([one], 4),
+        (one, 4),
+    ]:
+        got = {s["__key__"]: (s["jpg"], int(s["cls"])) for s in ShardDataset(source, train=False)}
+        assert len(got) == count, source
+        assert all(expected[k] == v for k, v in got.items()), source
+
+
+def test_brace_patterns_expand_as_braceexpand_does() -> None:
+    from braceexpand import braceexpand
+
+    for pattern in (
+        "shard-{000000..000146}.tar",
+        "a{08..11}b{x,y}",
+        "s{1..10..3}",
+        "s{3..1}",
+        "s{-02..2}",
+        "s{0..4..0}",
+        "{a..e}.tar",
+        "x{e..a}",
+        "a{,b}c",
+        "s{}x",
+        "s{one}x",
+        "plain.tar",
+    ):
+        assert shardlist.expand(pattern) == list(braceexpand(pattern)), pattern
+
+
+def test_sources_that_name_no_shard_fail_in_one_line(tmp_path: Path, packed) -> None:
+    """Found when the dataset is made, not by a DataLoader worker mid-epoch."""
+    dest, _ = packed
+    (tmp_path / "dir").mkdir()
+    cases = {
+        str(tmp_path / "dir"): "no manifest.json in",
+        str(tmp_path / "s-{0..2}.tar"): "no such shard: " + str(tmp_path / "s-0.tar") + " (from",
+        str(tmp_path / "*.tar"): "no file matches",
+        str(tmp_path / "gone.tar"): "no such shard: ",
+    }
+    for source, message in cases.items():
+        with pytest.raises(UserError) as caught:
+            ShardDataset(source)
+        assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+    first = str(dest / read_manifest(dest)["shards"][0]["name"])
+    with pytest.raises(UserError, match="no such shard"):
+        ShardDataset([first, str(tmp_path / "gone.tar")])
+
+
+def test_damaged_shards_say_so(tmp_path: Path, packed) -> None:
+    dest, _ = packed
+    shard = (dest / read_manifest(dest)["shards"][0]["name"]).read_bytes()
+    (tmp_path / "text.tar").write_bytes(b"not a tar at all " * 64)
+    (tmp_path / "cut.tar.gz").write_bytes(gzip.compress(shard)[:1000])
+    with pytest.raises(ValueError, match="not a tar file or a damaged header"):
+        list(tar_members(tmp_path / "text.tar"))
+    with pytest.raises(ValueError, match="damaged gzip data"):
+        list(tar_members(tmp_path / "cut.tar.gz"))
+    (tmp_path / "whole.tgz").write_bytes(gzip.compress(shard))
+    assert list(tar_members(tmp_path / "whole.tgz")) == list(tar_members(dest / "shard-000000.tar"))
