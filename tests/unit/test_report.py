@@ -209,6 +209,29 @@ def test_a_line_being_written_is_skipped(tmp_path: Path) -> None:
     assert len(load_run(run)) == 4
 
 
+def test_a_run_damaged_by_a_crash_still_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Power loss leaves NUL blocks or a cut line where the restarted monitor appends: the
+    hours of good records around them still make a report, and the skipped lines are said."""
+    lines = write_run(tmp_path / "good.jsonl", before_run()).read_text().splitlines()
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(
+        lines[0] + "\n" + "\0" * 700 + "\n" + lines[1][:40] + "\n"  # NULs, then a cut line
+        + "\0" * 300 + lines[2] + "\n" + lines[3] + "\n"  # the restart appended after NULs
+    )  # fmt: skip
+    assert cli.main(["report", str(damaged), "--no-png"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip() == (
+        f"diskinfo: warning: {damaged}: skipped 2 damaged lines (not JSON: lines 2, 3), as a "
+        "crash or power loss leaves them; 3 records read"
+    )
+    assert "3 intervals)" in captured.out
+    seen: list[str] = []
+    assert len(load_run(damaged, warn=seen.append)) == 3 and len(seen) == 1
+    assert load_run(tmp_path / "good.jsonl", warn=seen.append) and len(seen) == 1  # no damage
+
+
 def test_bad_runs_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = write_run(tmp_path / "good.jsonl", before_run())
     assert "cannot read" in one_line_error(["report", str(tmp_path / "missing.jsonl")], capsys)
@@ -217,9 +240,9 @@ def test_bad_runs_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
         ["report", str(tmp_path / "empty.jsonl")], capsys
     )
     lines = good.read_text().splitlines()
-    (tmp_path / "bad.jsonl").write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
-    assert "bad.jsonl line 2: not JSON" in one_line_error(
-        ["report", str(tmp_path / "bad.jsonl")], capsys
+    (tmp_path / "notes.jsonl").write_text("{not json\nnor this\n")  # not a run at all
+    assert "notes.jsonl line 1: not JSON" in one_line_error(
+        ["report", str(tmp_path / "notes.jsonl")], capsys
     )
     (tmp_path / "other.jsonl").write_text('{"hello": 1}\n')
     assert "line 1: not a diskinfo interval record" in one_line_error(

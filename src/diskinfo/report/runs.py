@@ -7,6 +7,8 @@ import contextlib
 import dataclasses
 import json
 import math
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,14 @@ from diskinfo.errors import UserError
 from diskinfo.record import IntervalRecord, Verdict
 
 
-def load_run(path: str | Path) -> list[IntervalRecord]:
+def load_run(path: str | Path, warn: Callable[[str], None] | None = None) -> list[IntervalRecord]:
     """Records of one JSONL file; a one-line UserError for a missing, empty or bad file.
-    A last line without its newline is a write in progress (the monitor still runs): skipped."""
+
+    A last line without its newline is a write in progress (the monitor still runs): skipped.
+    A line that is not JSON in a file that has records is damage, not a wrong file: a crash
+    or power loss leaves a cut line or a run of NUL bytes where the next start appends, so it
+    is skipped and said once through `warn` (default: stderr), and the report still comes.
+    A JSON line that is not an interval record is a wrong file: an error."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -27,22 +34,46 @@ def load_run(path: str | Path) -> list[IntervalRecord]:
     lines = text.split("\n")
     partial = lines.pop() if lines else ""  # text after the last newline
     records = []
+    damaged: list[tuple[int, UserError]] = []
     for number, line in enumerate(lines, 1):
-        if line.strip():
+        if not line.strip():
+            continue
+        line = line.strip("\0 \t\r")  # NULs: blocks a crash left unwritten
+        if not line:
+            damaged.append((number, NotJson(f"{path} line {number}: NUL bytes, not JSON")))
+            continue
+        try:
             records.append(_parse(path, number, line))
-    if partial.strip():
+        except NotJson as exc:
+            damaged.append((number, exc))
+    if partial.strip("\0 \t\r"):
         with contextlib.suppress(UserError):
-            records.append(_parse(path, len(lines) + 1, partial))
+            records.append(_parse(path, len(lines) + 1, partial.strip("\0 \t\r")))
+    if damaged and not records:
+        raise damaged[0][1]  # nothing readable: most likely not a diskinfo run at all
     if not records:
         raise UserError(f"{path} holds no interval records (empty run)")
+    if damaged:
+        numbers = ", ".join(str(n) for n, _ in damaged[:3]) + (", ..." if len(damaged) > 3 else "")
+        what = "line" if len(damaged) == 1 else "lines"
+        say = warn or (lambda line: print(line, file=sys.stderr))
+        say(
+            f"diskinfo: warning: {path}: skipped {len(damaged)} damaged {what} (not JSON: "
+            f"{what} {numbers}), as a crash or power loss leaves them; "
+            f"{len(records)} records read"
+        )
     return records
+
+
+class NotJson(UserError):
+    """A line that does not parse at all: damage when the file's other lines are records."""
 
 
 def _parse(path: Path, number: int, line: str) -> IntervalRecord:
     try:
         data = json.loads(line)
     except ValueError as exc:
-        raise UserError(f"{path} line {number}: not JSON ({exc.msg})") from None
+        raise NotJson(f"{path} line {number}: not JSON ({exc.msg})") from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith(
         "diskinfo.interval/"
     ):

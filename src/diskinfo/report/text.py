@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from diskinfo.report.summary import Summary
+from diskinfo.units import counted
 
 
 def _clock(ts: float) -> str:
@@ -36,7 +37,7 @@ def _throughput(s: Summary) -> str:
 def render(s: Summary) -> str:
     out = [
         f"run: {s.name}  {_clock(s.start)} -> {_clock(s.end)} UTC "
-        f"({_duration(s.duration_s)}, {s.intervals} intervals)",
+        f"({_duration(s.duration_s)}, {counted(s.intervals, 'interval')})",
         "time share of each verdict:",
         *(f"  {share * 100:5.1f}%  {verdict}" for verdict, share in s.verdict_shares.items()),
     ]
@@ -61,7 +62,7 @@ def render(s: Summary) -> str:
         else "GPU: no figures in this run (no GPU or no NVML)"
     )
     for text, count in sorted(s.warnings.items(), key=lambda kv: -kv[1])[:5]:
-        out.append(f"warning ({count} intervals): {text}")
+        out.append(f"warning ({counted(count, 'interval')}): {text}")
     return "\n".join(out)
 
 
