@@ -125,6 +125,20 @@ def test_a_line_cut_short_by_a_full_disk_is_ended_before_the_next(tmp_path, monk
     assert path.read_text().splitlines()[-1] == '{"next":2}'
 
 
+def test_a_restart_after_a_crash_starts_on_a_line_of_its_own(tmp_path):
+    """Power loss or a kill mid-write leaves a cut line (or NULs) at the end; the restarted
+    monitor's first record must not be glued to it, or the report loses that record too."""
+    path = tmp_path / "diskinfo.jsonl"
+    path.write_bytes(b'{"complete":1}\n{"cut sh\0\0\0')
+    f = RotatingFile(str(path), stderr=io.StringIO())
+    assert f.write('{"next":2}\n') and f.write('{"then":3}\n')
+    assert path.read_bytes().split(b"\n")[-3:] == [b'{"next":2}', b'{"then":3}', b""]
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text('{"complete":1}\n')
+    assert RotatingFile(str(whole)).write('{"next":2}\n')
+    assert whole.read_text() == '{"complete":1}\n{"next":2}\n'  # no blank line added
+
+
 def test_schema_doc_covers_every_field_of_the_record():
     import dataclasses
 

@@ -72,8 +72,10 @@ class RotatingFile:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             self._file = io.FileIO(self.path, "a")
             self._size = self._file.seek(0, os.SEEK_END)
-            if self._size and self._failed_at is not None and not self._ends_with_newline():
-                self._size += _write_all(self._file, b"\n")  # end the line the full disk cut
+            if self._size and not self._ends_with_newline():
+                # end the line a full disk, a kill or a power loss cut, so the first line of
+                # this write is not glued to it (and lost with it)
+                self._size += _write_all(self._file, b"\n")
         return self._file
 
     def _ends_with_newline(self) -> bool:
