@@ -15,6 +15,7 @@ from diskinfo.collectors.procs import (
     assign_roles,
     parse_pid_file,
     process_rates,
+    settle,
 )
 from diskinfo.record import IntervalRecord
 
@@ -182,3 +183,83 @@ def test_roles_when_the_root_is_not_in_the_tree():
     assert assign_roles([], 99) == {}
     # the root is gone but its python child is still the training script
     assert assign_roles([snap(12, 11, "python3")], 11) == {12: "main"}
+
+
+def test_a_reaped_workers_reads_are_not_counted_again_under_main():
+    """The kernel adds a reaped child's I/O to its parent's /proc/PID/io; without that taken
+    off, every epoch's end showed all its workers' reads a second time, as one spike of main."""
+    mib = 2**20
+    prev = {
+        p.key: p
+        for p in [
+            snap(11, 10, "python3", read=1 * mib, rchar=1 * mib),
+            snap(12, 11, "python3", read=40 * mib, rchar=90 * mib),  # a worker, about to end
+            snap(13, 11, "python3", read=0, rchar=0),  # one that ends unreaped this time
+        ]
+    }
+    cur = [snap(11, 10, "python3", read=43 * mib, rchar=92 * mib)]  # own: 2 MiB and 1 MiB
+    previous, owed = settle({}, prev, cur)
+    out = process_rates(previous, cur, {11: "main"}, elapsed_s=1.0)
+    assert out[0].read_mb_s == pytest.approx(2.0) and out[0].rchar_mb_s == pytest.approx(1.0)
+    assert owed == {}  # paid in full
+
+    # reaped a little later than it vanished (a zombie psutil could not read): paid then
+    prev = {p.key: p for p in [*cur, snap(14, 11, "python3", read=8 * mib, rchar=8 * mib)]}
+    later = [snap(11, 10, "python3", read=43 * mib, rchar=92 * mib)]
+    previous, owed = settle({}, prev, later)
+    assert process_rates(previous, later, {}, 1.0)[0].read_mb_s == 0.0
+    assert [o.read_bytes for o in owed.values()] == [8 * mib]
+    reaped = [snap(11, 10, "python3", read=52 * mib, rchar=100 * mib)]
+    previous, owed = settle(owed, {p.key: p for p in later}, reaped)
+    main = process_rates(previous, reaped, {}, 1.0)[0]
+    assert main.read_mb_s == pytest.approx(1.0) and main.rchar_mb_s == 0.0 and owed == {}
+
+
+REAPER = r"""
+import os, signal, sys, time
+path = sys.argv[1]
+pid = os.fork()
+if pid == 0:
+    deadline = time.time() + 0.3
+    while time.time() < deadline:
+        with open(path, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    signal.pause()  # done reading: waits for the end of the epoch
+    os._exit(0)
+print("ready", flush=True)
+sys.stdin.readline()
+os.kill(pid, signal.SIGTERM)
+os.waitpid(pid, 0)  # reaped: the kernel adds the worker's reads to this process's counters
+print("reaped", flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_real_worker_reaped_at_the_epochs_end(tmp_path):
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"x" * (8 << 20))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", REAPER, str(data)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert proc.stdout.readline().strip() == b"ready"
+        pid_file = tmp_path / "train.pid"
+        pid_file.write_text(f"{proc.pid}\n")
+        collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+        collector.fill(IntervalRecord(ts=0, elapsed_s=1.0))
+        time.sleep(0.6)
+        reading = IntervalRecord(ts=0, elapsed_s=0.6)
+        collector.fill(reading)  # the worker has read all it will read
+        proc.stdin.write(b"end the epoch\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == b"reaped"
+        reaped = IntervalRecord(ts=0, elapsed_s=0.6)
+        collector.fill(reaped)
+    finally:
+        proc.kill()
+        proc.wait()
+    worker = next(p for p in reading.procs if p.role == "worker")
+    assert worker.rchar_mb_s > 5  # counted under the worker while it lived
+    assert [p.role for p in reaped.procs] == ["main"]
+    assert reaped.procs[0].rchar_mb_s < 1, reaped.procs  # was the worker's reads again

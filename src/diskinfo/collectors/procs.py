@@ -3,7 +3,9 @@
 The root PID comes from `--pid-file` (/run/pytorch-cuda/train.pid in the image). Per process:
 `read_bytes` (what the storage layer fetched for it, /proc/PID/io) and `rchar` (every read()
 byte, page-cache hits included), as rates over the measured interval, plus CPU % of one core.
-Rates are pure functions of two snapshots; only `ProcsCollector` talks to psutil.
+A parent's counters gain a reaped child's whole-life I/O (the kernel adds it on wait()), so
+what each reaped child was last seen to have read is taken off its parent's next increases
+(`settle`). Rates are pure functions of two snapshots; only `ProcsCollector` talks to psutil.
 """
 
 from __future__ import annotations
@@ -139,6 +141,57 @@ def process_rates(
     return out
 
 
+OWED_INTERVALS = 3  # a reaped child's I/O reaches its parent's counters within this many
+
+
+@dataclass
+class Owed:
+    """I/O a parent's counters will gain from children it reaped, not its own reads."""
+
+    read_bytes: int = 0
+    rchar: int = 0
+    intervals: int = 0
+
+
+def settle(
+    owed: Mapping[tuple[int, float], Owed],
+    previous: Mapping[tuple[int, float], ProcSnapshot],
+    current: Iterable[ProcSnapshot],
+) -> tuple[dict[tuple[int, float], ProcSnapshot], dict[tuple[int, float], Owed]]:
+    """(previous snapshots with each parent's baseline raised by what it is owed, what stays
+    owed). When a parent reaps a child the kernel adds the child's whole-life I/O to the
+    parent's /proc/PID/io: a DataLoader without persistent_workers reaps its workers every
+    epoch, and its main process would show every byte they read a second time, in one
+    interval. The child's counters as last seen are taken off the parent's next increases."""
+    live = {p.key: p for p in current}
+    by_pid = {p.pid: p for p in live.values() if p.key in previous}  # parents seen twice
+    left = {key: dataclasses.replace(o) for key, o in owed.items() if key in live}
+    for gone in previous.values():
+        parent = by_pid.get(gone.ppid)
+        if gone.key not in live and parent is not None:
+            debt = left.setdefault(parent.key, Owed())
+            debt.read_bytes += gone.read_bytes
+            debt.rchar += gone.rchar
+            debt.intervals = 0
+    adjusted = dict(previous)
+    for key, debt in list(left.items()):
+        cur, prev = live[key], previous.get(key)
+        if prev is None:
+            del left[key]
+            continue
+        take_read = min(debt.read_bytes, max(0, cur.read_bytes - prev.read_bytes))
+        take_rchar = min(debt.rchar, max(0, cur.rchar - prev.rchar))
+        adjusted[key] = dataclasses.replace(
+            prev, read_bytes=prev.read_bytes + take_read, rchar=prev.rchar + take_rchar
+        )
+        debt.read_bytes -= take_read
+        debt.rchar -= take_rchar
+        debt.intervals += 1
+        if not (debt.read_bytes or debt.rchar) or debt.intervals >= OWED_INTERVALS:
+            del left[key]  # paid, or reaped by another process (re-parented): forget it
+    return adjusted, left
+
+
 def publishers(directory: Path) -> set[int]:
     """PIDs that publish loader figures (from the state file names alone: cheap)."""
     out: set[int] = set()
@@ -227,6 +280,7 @@ class ProcsCollector(BaseCollector):
         self._previous: dict[tuple[int, float], ProcSnapshot] = {}
         self._tree = TreeReader()
         self._seen: int | None = None  # the last training PID seen running
+        self._owed: dict[tuple[int, float], Owed] = {}
 
     def _root(self) -> int | None:
         assert self.pid_file is not None
@@ -257,5 +311,6 @@ class ProcsCollector(BaseCollector):
             return
         self._seen = root
         roles = assign_roles(tree, root, publishers(self.state_dir))
-        record.procs = process_rates(self._previous, tree, roles, record.elapsed_s, time.time())
+        previous, self._owed = settle(self._owed, self._previous, tree)
+        record.procs = process_rates(previous, tree, roles, record.elapsed_s, time.time())
         self._previous = {p.key: p for p in tree}
