@@ -18,6 +18,29 @@ def fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+def dir_owner(directory: Path) -> tuple[int, int] | None:
+    """(uid, gid) that files root writes into `directory` should get, None when not root. A
+    container runs its one-off commands (`docker run --entrypoint diskinfo`, `docker exec`) as
+    root; what they write into the user's mounted folders must stay the user's to delete."""
+    if os.geteuid() != 0:
+        return None
+    st = os.stat(directory)
+    return st.st_uid, st.st_gid
+
+
+def make_dirs(path: Path) -> None:
+    """mkdir -p; run as root, each directory made gets the owner of the one it is made in."""
+    path = Path(path)
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        directory.mkdir()
+        if (ids := dir_owner(directory.parent)) is not None:
+            os.chown(directory, *ids)
+
+
 def write_atomic(
     path: Path, data: str | bytes, mode: int = 0o644, durable: bool = False, owned: bool = False
 ) -> None:
@@ -31,9 +54,8 @@ def write_atomic(
     try:
         with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as handle:
             handle.write(data)
-            if owned and os.geteuid() == 0:
-                st = os.stat(path.parent)
-                os.fchown(handle.fileno(), st.st_uid, st.st_gid)
+            if owned and (ids := dir_owner(path.parent)) is not None:
+                os.fchown(handle.fileno(), *ids)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -80,6 +80,18 @@ def test_save_merges_by_disk_and_load_reads_back(tmp_path):
     assert data["devices"][0]["identity"]["serial"] == "S5GXNF0R123456"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the owner is given only when run as root")
+def test_a_root_bench_in_a_users_logs_leaves_the_users_files(tmp_path):
+    """`docker exec CONTAINER diskinfo bench` runs as root and writes into the user's logs."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.chown(logs, 1234, 1234)
+    store = logs / "state" / "baseline.json"
+    baseline.save([measured("sda", 1000.0)], store)
+    for path in (store, store.parent):
+        assert (path.stat().st_uid, path.stat().st_gid) == (1234, 1234), path
+
+
 def test_a_different_disk_under_the_same_name_never_uses_it(tmp_path):
     store = tmp_path / "baseline.json"
     baseline.save([measured("sdb", 500.0)], store)

@@ -267,6 +267,21 @@ def test_linked_class_directories_are_classes(
     assert not list((tmp_path / "elsewhere").iterdir())
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the owner is given only when run as root")
+def test_a_root_pack_into_a_users_folder_leaves_the_users_files(tmp_path: Path) -> None:
+    """`docker run --entrypoint diskinfo ... pack` runs as root: the shards it writes into the
+    user's mounted data folder must stay the user's to move or delete."""
+    image_folder(tmp_path / "src", {"a": 5, "b": 5})
+    data = tmp_path / "data"
+    data.mkdir()
+    os.chown(data, 1234, 1234)
+    dest = data / "packs" / "train-shards"
+    pack(tmp_path / "src", dest, shards=2)
+    made = [dest.parent, dest, *dest.iterdir()]
+    assert len(made) == 5  # packs/, train-shards/, 2 shards and the manifest
+    assert {(p.stat().st_uid, p.stat().st_gid) for p in made} == {(1234, 1234)}
+
+
 def test_unreadable_file_one_line_error(tmp_path: Path) -> None:
     """Root reads every file, so as root the CLI runs without its DAC-override capabilities."""
     image_folder(tmp_path / "src", {"a": 4})

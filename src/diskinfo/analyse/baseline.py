@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from diskinfo.fileio import write_atomic
+from diskinfo.fileio import make_dirs, write_atomic
 from diskinfo.loader_state import STATE_DIR_ENV
 from diskinfo.sources.blockid import DeviceIdentity, block_devices, read_identity
 
@@ -153,10 +153,11 @@ def save(entries: list[DeviceBaseline], path: Path | None = None) -> Path:
         if entry.identity is None:
             raise ValueError(f"baseline for {entry.device} has no device identity")
         merged[entry.identity] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     ordered = sorted(merged.values(), key=lambda e: (e.device, -e.measured_at))
     payload = {"schema": SCHEMA, "devices": [e.to_dict() for e in ordered]}
-    write_atomic(path, json.dumps(payload, indent=2) + "\n", durable=True)
+    # `docker exec CONTAINER diskinfo bench` runs as root: the file stays the logs' owner's
+    write_atomic(path, json.dumps(payload, indent=2) + "\n", durable=True, owned=True)
     return path
 
 

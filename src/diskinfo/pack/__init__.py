@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from diskinfo.errors import UserError
-from diskinfo.fileio import fsync_dir, write_atomic
+from diskinfo.fileio import fsync_dir, make_dirs, write_atomic
 from diskinfo.pack.plan import FORMAT, fingerprint, plan, shard_count
 from diskinfo.pack.progress import Progress
 from diskinfo.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
@@ -63,7 +63,7 @@ def _no_space(exc: OSError) -> bool:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=1) + "\n", durable=True)
+    write_atomic(path, json.dumps(data, indent=1) + "\n", durable=True, owned=True)
 
 
 def _ours(name: str) -> bool:
@@ -81,7 +81,7 @@ def prepare_dest(dest: Path, plan_id: str, force: bool, say: Callable[[str], Non
     state_path = dest / STATE
     fresh = {"format": FORMAT, "fingerprint": plan_id, "done": {}}
     if not dest.exists():
-        dest.mkdir(parents=True)
+        make_dirs(dest)
         return fresh
     if not dest.is_dir():
         raise UserError(f"DEST exists and is not a directory: {dest}")

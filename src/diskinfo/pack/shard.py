@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from diskinfo.errors import UserError
-from diskinfo.fileio import fsync_dir
+from diskinfo.fileio import dir_owner, fsync_dir
 from diskinfo.pack.scan import Member, Sample, label_bytes
 
 CHUNK = 1 << 20
@@ -130,6 +130,8 @@ def write_shard(dest: Path, name: str, samples: list[Sample]) -> dict[str, Any]:
     expected: list[tuple[str, int, str]] = []
     try:
         with open(tmp, "wb", buffering=CHUNK) as raw:
+            if (ids := dir_owner(dest)) is not None:
+                os.fchown(raw.fileno(), *ids)
             with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
                 for sample in samples:
                     for entry, member in _entries(sample):
