@@ -20,7 +20,7 @@ from diskinfo.record import (
     LoaderFigures,
     Verdict,
 )
-from diskinfo.report import load_run, summarise
+from diskinfo.report import load_run, summarise, text
 from tests.helpers.cli import one_line_error
 from tests.helpers.records import record, write_run
 
@@ -191,6 +191,8 @@ def test_compare_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "x2.14" in lines["batches/s"]  # 6.00 vs 2.80 batches/s
     assert "44%" in lines["data-wait share"] and "5%" in lines["data-wait share"]
     assert "-39 pts" in lines["data-wait share"]
+    assert text._points(0.75, 0.7499) == text._points(0.75, 0.7501) == "same"  # was "-0 pts"
+    assert text._points(0.25, 0.2549) == "same" and text._points(0.25, 0.256) == "+1 pts"
     assert "60%" in out and "+60 pts" in out  # compute-bound 40% -> 100%
     assert f"A top fix: {PACK_FIX}" in out and "B top fix: speed up the step" in out
     assert (tmp_path / "before-vs-after.png").read_bytes()[:4] == b"\x89PNG"

@@ -75,7 +75,8 @@ def _ratio(a: float | None, b: float | None) -> str:
 def _points(a: float | None, b: float | None) -> str:
     if a is None or b is None:
         return ""
-    return f"{(b - a) * 100:+.0f} pts"
+    points = round((b - a) * 100)
+    return f"{points:+d} pts" if points else "same"  # not "-0 pts" for a change under half
 
 
 def render_comparison(a: Summary, b: Summary) -> str:
