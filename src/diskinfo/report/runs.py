@@ -14,6 +14,9 @@ from typing import Any
 
 from diskinfo.errors import UserError
 from diskinfo.record import IntervalRecord, Verdict
+from diskinfo.units import counted
+
+_JUNK = "\0 \t\r"  # NULs: blocks a crash left unwritten; whitespace
 
 
 def load_run(path: str | Path, warn: Callable[[str], None] | None = None) -> list[IntervalRecord]:
@@ -38,7 +41,7 @@ def load_run(path: str | Path, warn: Callable[[str], None] | None = None) -> lis
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        line = line.strip("\0 \t\r")  # NULs: blocks a crash left unwritten
+        line = line.strip(_JUNK)
         if not line:
             damaged.append((number, NotJson(f"{path} line {number}: NUL bytes, not JSON")))
             continue
@@ -46,22 +49,25 @@ def load_run(path: str | Path, warn: Callable[[str], None] | None = None) -> lis
             records.append(_parse(path, number, line))
         except NotJson as exc:
             damaged.append((number, exc))
-    if partial.strip("\0 \t\r"):
+    if partial.strip(_JUNK):
         with contextlib.suppress(UserError):
-            records.append(_parse(path, len(lines) + 1, partial.strip("\0 \t\r")))
+            records.append(_parse(path, len(lines) + 1, partial.strip(_JUNK)))
     if damaged and not records:
         raise damaged[0][1]  # nothing readable: most likely not a diskinfo run at all
     if not records:
         raise UserError(f"{path} holds no interval records (empty run)")
     if damaged:
         numbers = ", ".join(str(n) for n, _ in damaged[:3]) + (", ..." if len(damaged) > 3 else "")
-        what = "line" if len(damaged) == 1 else "lines"
-        say = warn or (lambda line: print(line, file=sys.stderr))
-        say(
-            f"diskinfo: warning: {path}: skipped {len(damaged)} damaged {what} (not JSON: "
-            f"{what} {numbers}), as a crash or power loss leaves them; "
-            f"{len(records)} records read"
+        which = "line" if len(damaged) == 1 else "lines"
+        message = (
+            f"diskinfo: warning: {path}: skipped {counted(len(damaged), 'damaged line')} (not "
+            f"JSON: {which} {numbers}), as a crash or power loss leaves them; "
+            f"{counted(len(records), 'record')} read"
         )
+        if warn is None:
+            print(message, file=sys.stderr)
+        else:
+            warn(message)
     return records
 
 
