@@ -168,8 +168,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
     train: default for the two shuffles below (off for evaluation: the packed order).
     shuffle_shards: reshuffle the shard order each epoch, the same on every rank for one
       seed. The epoch is the last `set_epoch` plus the passes made since, so persistent
-      workers (whose copies never see `set_epoch`) move on by themselves; without persistent
-      workers call `set_epoch` before each epoch.
+      workers (whose copies never see `set_epoch`) move on by themselves; so does a loader
+      wrapped in `diskinfo.torch.watch` (which counts the passes in the main process, where
+      workers started afresh each epoch cannot); otherwise call `set_epoch` before each epoch.
     shuffle_buffer: samples held per consumer and handed out in random order (0: off).
     even: "drop" (stop every consumer at the smallest share) or "pad" (repeat samples up to
       the largest) so every rank yields the same number of batches; needs the manifest.
@@ -213,6 +214,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.even = even
         self.seed = seed
         self.epoch = self.passes = 0
+        self._begun = self._epoch_given = False  # see begin_pass
         self.rank, self.world_size = rank, world_size
 
     def __getstate__(self) -> dict[str, Any]:
@@ -226,6 +228,17 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch, self.passes = epoch, 0
+        self._epoch_given = True
+
+    def begin_pass(self) -> None:
+        """Count a pass in the main process, for DataLoader workers that start afresh each
+        epoch from its copy (torch's default, persistent_workers=False) and so never see the
+        passes their predecessors made: without this, and without `set_epoch`, every epoch
+        would read the shards in the same order. `diskinfo.torch.watch` calls it at the start
+        of each pass; a `set_epoch` since the last pass wins."""
+        if self._begun and not self._epoch_given:
+            self.passes += 1
+        self._begun, self._epoch_given = True, False
 
     def _order(self, epoch: int) -> list[int]:
         order = list(range(len(self.shards)))

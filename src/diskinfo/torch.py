@@ -211,6 +211,11 @@ class WatchedLoader(Generic[T]):
         m.begin_wait()  # from here on the loop waits: the publisher's start-up counts as wait too
         m.settings = _settings_of(self.loader)
         multi_worker = bool(m.settings.get("num_workers"))
+        dataset = getattr(self.loader, "dataset", None)
+        if multi_worker and not m.settings.get("persistent_workers"):
+            begin_pass = getattr(dataset, "begin_pass", None)  # ShardDataset's epoch count
+            if callable(begin_pass):
+                begin_pass()
         m.start()
         try:
             started: float | None = time.perf_counter()

@@ -104,6 +104,37 @@ def test_persistent_workers_reshuffle_by_themselves(packed) -> None:
     assert Counter(epochs[0]) == Counter(epochs[1]) == Counter(files.keys())
 
 
+def test_a_watched_loader_moves_on_each_epoch_without_set_epoch(
+    packed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's default DataLoader starts its workers afresh each epoch from the main process's
+    copy, so they cannot count passes: unwatched and without set_epoch every epoch reads the
+    same order (documented); diskinfo.torch.watch counts them in the main process."""
+    import diskinfo.torch as dt
+    from diskinfo import loader_state
+
+    monkeypatch.setenv(loader_state.STATE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(dt, "_meter", None)
+    dest, files = packed
+    ds = ShardDataset(dest, shuffle_shards=True, seed=1)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
+    try:
+        plain = [[s["__key__"] for s in loader] for _ in range(2)]
+        assert plain[0] == plain[1]
+        watched = [[s["__key__"] for s in dt.watch(loader)] for _ in range(3)]
+        assert watched[0] == plain[0]  # the first pass is epoch 0
+        assert watched[0] != watched[1] != watched[2] != watched[0]
+        assert all(Counter(epoch) == Counter(files.keys()) for epoch in watched)
+        pinned = []
+        for _ in range(2):
+            ds.set_epoch(7)  # an explicit epoch wins over the count
+            pinned.append([s["__key__"] for s in dt.watch(loader)])
+        assert pinned[0] == pinned[1] != watched[0]
+    finally:
+        if dt._meter is not None:
+            dt._meter.close()
+
+
 def test_contents_and_transform(packed) -> None:
     dest, files = packed
     ds = ShardDataset(dest, transform=lambda s: (s["__key__"], s["png"], int(s["cls"])))
