@@ -220,7 +220,13 @@ def build_parser() -> OneLineParser:
         "--batch-size", type=int, default=None, metavar="N", help="default: FACTORY's, else 64"
     )
     p.add_argument("--collate", default=None, metavar="MODULE:FUNCTION", help="collate_fn")
-    p.add_argument("--pack", default=None, metavar="DEST", help="also try FACTORY(shards=DEST)")
+    p.add_argument(
+        "--pack",
+        default=None,
+        metavar="SHARDS",
+        help="also try FACTORY(shards=SHARDS): a `diskinfo pack` DEST, or tar shards as "
+        "ShardDataset takes them (a path, a {000000..000009} pattern, a glob)",
+    )
     p.add_argument(
         "--cold", action="store_true", help="drop the page cache before each setting (root)"
     )

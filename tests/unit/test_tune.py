@@ -198,3 +198,11 @@ def test_pack_adds_the_shards_to_the_grid(
     assert "--pack needs" in one_line_error(
         ["tune", f"{W}:cpu_decode", "--pack", str(tmp_path / "shards"), "--out", out], capsys
     )
+    # shards named as ShardDataset takes them pass the check too; a name for nothing does not
+    glob = str(tmp_path / "shards" / "shard-*.tar")
+    assert "--pack needs" in one_line_error(
+        ["tune", f"{W}:cpu_decode", "--pack", glob, "--out", out], capsys
+    )
+    assert "no file matches" in one_line_error(
+        ["tune", f"{W}:cpu_decode", "--pack", glob + ".gz", "--out", out], capsys
+    )

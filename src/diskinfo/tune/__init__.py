@@ -107,9 +107,9 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
     files.collate_fn = collate
     shards = None
     if opts.pack:
-        from diskinfo.pack import read_manifest
+        from diskinfo.pack import shardlist
 
-        read_manifest(opts.pack)
+        shardlist.resolve(opts.pack)  # what ShardDataset takes; a one-line error here if none
         if not accepts_shards(factory):
             raise UserError(
                 f"--pack needs {name} to take shards=DEST and return a dataset reading them "
