@@ -200,6 +200,14 @@ def _settings_of(loader: Any) -> dict[str, Any]:
     }
 
 
+def _count_pass(dataset: Any) -> None:
+    """A ShardDataset read by workers started afresh each epoch learns of the pass here, in
+    the main process (ShardDataset.begin_pass); not imported, there is none to tell."""
+    shards = sys.modules.get("diskinfo.shards")
+    if shards is not None and isinstance(dataset, shards.ShardDataset):
+        dataset.begin_pass()
+
+
 class WatchedLoader(Generic[T]):
     """Iterates like the wrapped loader; every other attribute is the wrapped loader's."""
 
@@ -211,11 +219,8 @@ class WatchedLoader(Generic[T]):
         m.begin_wait()  # from here on the loop waits: the publisher's start-up counts as wait too
         m.settings = _settings_of(self.loader)
         multi_worker = bool(m.settings.get("num_workers"))
-        dataset = getattr(self.loader, "dataset", None)
         if multi_worker and not m.settings.get("persistent_workers"):
-            begin_pass = getattr(dataset, "begin_pass", None)  # ShardDataset's epoch count
-            if callable(begin_pass):
-                begin_pass()
+            _count_pass(getattr(self.loader, "dataset", None))
         m.start()
         try:
             started: float | None = time.perf_counter()
