@@ -213,9 +213,22 @@ def test_log_says_the_verdict_on_change_and_a_summary_and_console_keeps_only_tho
     assert sum("[Summary]" in line for line in log) == 1
     assert any("[Interval] decided compute-bound (step); held" in line for line in log)
     assert any("[DiskIO] loop0" in line for line in log)
-    assert [line.split(" ", 2)[1] for line in out] == ["[Verdict]", "[Note]", "[Summary]"]
+    kinds = ["[Verdict]", "[Note]", "[Summary]", "[Run]"]
+    assert [line.split(" ", 2)[1] for line in out] == kinds
     assert all(line.endswith(f"(details: {tmp_path}/diskinfo.log)") for line in out)
     assert "[Summary] input-bound: small-file random reads for 25 s (75% of the last 4" in out[2]
+    # the run in one line at the end, with the fix `report` would name for it
+    run = out[3].split(" ", 1)[1]
+    assert run.startswith("[Run] 40 s watched: input-bound: small-file random reads 100% | ")
+    assert f"| a report with a timeline: diskinfo report {tmp_path}/diskinfo.jsonl" in run
+    assert "| first fix to try: num_workers 2 -> 4: " in run
+    assert log[-1].split(" ", 1)[1] == run.removesuffix(f" (details: {tmp_path}/diskinfo.log)")
+
+
+def test_no_run_line_without_a_sample(tmp_path):
+    echo = io.StringIO()
+    TextLogSink(str(tmp_path), echo=echo).close()
+    assert echo.getvalue() == "" and not (tmp_path / "diskinfo.log").exists()
 
 
 def test_unknown_console_is_refused(tmp_path):

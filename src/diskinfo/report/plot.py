@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from diskinfo.analyse.signals import busiest_device
+from diskinfo.analyse.tally import NO_VERDICT, verdict_of
 from diskinfo.errors import UserError
 from diskinfo.png import pyplot, save
 from diskinfo.record import VERDICTS, IntervalRecord
-from diskinfo.report.summary import NO_VERDICT, gpu_util, verdict_of, wait_share
+from diskinfo.report.summary import gpu_util, wait_share
 
 
 class NoMatplotlib(UserError):

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diskinfo.analyse.signals import busiest_device
+from diskinfo.analyse.tally import VerdictTally
 from diskinfo.record import IntervalRecord, LoaderFigures
-
-NO_VERDICT = "no verdict"
 
 
 def loop_seconds(loader: LoaderFigures) -> float:
@@ -38,10 +37,6 @@ def wait_share(record: IntervalRecord) -> float | None:
     if loader is None or loader.wait_s + loader.step_s <= 0:
         return None
     return loader.wait_s / (loader.wait_s + loader.step_s)
-
-
-def verdict_of(record: IntervalRecord) -> str:
-    return record.verdict.verdict if record.verdict is not None else NO_VERDICT
 
 
 @dataclass
@@ -78,20 +73,10 @@ def _weighted(pairs: list[tuple[float, float]]) -> float | None:
 
 
 def summarise(records: Sequence[IntervalRecord], name: str = "") -> Summary:
-    total = sum(max(r.elapsed_s, 0.0) for r in records)
-    by_verdict: dict[str, float] = defaultdict(float)
-    fixes: dict[tuple[str, str], float] = defaultdict(float)
+    tally = VerdictTally()
     for r in records:
-        by_verdict[verdict_of(r)] += r.elapsed_s
-        if r.verdict is not None and r.verdict.fixes:
-            fixes[(r.verdict.verdict, r.verdict.fixes[0])] += r.elapsed_s
-    shares = {
-        v: t / total if total else 0.0
-        for v, t in sorted(by_verdict.items(), key=lambda kv: (-kv[1], kv[0]))
-    }
-    input_fixes = {k: t for k, t in fixes.items() if k[0].startswith("input-bound")}
-    pool = input_fixes or fixes
-    top = max(pool, key=lambda k: (pool[k], k)) if pool else None
+        tally.add(r)
+    top = tally.top_fix()
 
     loaders = [r.loader for r in records if r.loader is not None]
     loop_s = sum(loop_seconds(f) for f in loaders)
@@ -112,9 +97,9 @@ def summarise(records: Sequence[IntervalRecord], name: str = "") -> Summary:
         name=name,
         start=min(r.ts - r.elapsed_s for r in records),
         end=max(r.ts for r in records),
-        duration_s=total,
+        duration_s=tally.total_s,
         intervals=len(records),
-        verdict_shares=shares,
+        verdict_shares=tally.shares(),
         top_fix=top[1] if top else None,
         top_fix_verdict=top[0] if top else None,
         batches_s=batches / loop_s if loop_s > 0 else None,

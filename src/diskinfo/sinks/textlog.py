@@ -13,13 +13,16 @@ saying where the details are: what `docker logs` shows of the image's monitor.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import re
 import time
 from typing import TextIO
 
+from diskinfo.analyse.tally import VerdictTally
 from diskinfo.analyse.thresholds import summary_interval_s
 from diskinfo.record import CgroupIO, DeviceFigures, IntervalRecord, NfsFigures
+from diskinfo.sinks.jsonl import FILENAME as JSONL
 from diskinfo.sinks.rotating import RotatingFile
 
 FILENAME = "diskinfo.log"
@@ -125,10 +128,12 @@ class VerdictLog:
         self.decided: collections.Counter[str] = collections.Counter()
         self.wait_s = 0.0  # data-wait share x seconds, summed since the last line
         self.judged_s = 0.0  # seconds with a data-wait share
+        self.run = VerdictTally()  # the whole run, for the closing [Run] line
 
     def lines(self, record: IntervalRecord) -> list[str]:
         """This record's [Verdict], [Summary], [Note] and [warning] lines."""
         v = record.verdict
+        self.run.add(record)
         if v is None:
             return []
         out = []
@@ -164,6 +169,21 @@ class VerdictLog:
         )
         self._reset()
         return line
+
+    def closing(self, jsonl: str) -> str | None:
+        """The run in one line, for the end of `docker logs`: a run shorter than the summary
+        interval otherwise ends on its first verdict, often `unknown` (the loop's start)."""
+        if self.run.total_s <= 0:
+            return None
+        shares = list(self.run.shares().items())
+        held = ", ".join(f"{v} {share * 100:.0f}%" for v, share in shares[:3])
+        more = f" (+{len(shares) - 3} more)" if len(shares) > 3 else ""
+        top = self.run.top_fix()
+        fix = f" | first fix to try: {top[1]}" if top else ""
+        return (
+            f"[Run] {_minutes(self.run.total_s)} watched: {held}{more}{fix} | a report with a "
+            f"timeline: diskinfo report {jsonl}"
+        )
 
     def _reset(self) -> None:
         self.since_summary = 0.0
@@ -207,11 +227,12 @@ class TextLogSink:
         self.verdicts = VerdictLog(summary_s)
         self._warned: set[str] = set()
 
-    def _console_lines(self, told: list[str], record: IntervalRecord) -> list[str]:
+    def _console_lines(self, told: list[str], record: IntervalRecord | None) -> list[str]:
         """What `--console verdicts` prints: the verdict lines, and each warning once (numbers
         aside: "await 80 ms ... for 3.2 min" and "... for 3.4 min" are one warning)."""
         out = []
-        for line in told + [f"[warning] {w}" for w in record.warnings]:
+        warnings = record.warnings if record is not None else []
+        for line in told + [f"[warning] {w}" for w in warnings]:
             if line.startswith("[warning]"):
                 key = re.sub(r"[0-9.]+", "#", line)
                 if key in self._warned:
@@ -239,4 +260,13 @@ class TextLogSink:
             self.echo = None  # stdout closed: keep logging to the file
 
     def close(self) -> None:
+        line = self.verdicts.closing(os.path.join(os.path.dirname(self._where), JSONL))
+        if line is not None:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self.file.write(f"{stamp} {line}\n")
+            if self.echo is not None:
+                shown = self._console_lines([line], None) if self.console == "verdicts" else [line]
+                with contextlib.suppress(OSError, ValueError):
+                    self.echo.write(f"{stamp} {shown[0]}\n")
+                    self.echo.flush()
         self.file.close()
