@@ -83,7 +83,7 @@ def test_tree_size_counts_files_once_and_stops_at_the_cap(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.bin").write_bytes(b"1" * 1000)
     (tmp_path / "a" / "y.bin").write_bytes(b"1" * 24)
-    (tmp_path / "link").symlink_to(tmp_path / "a")  # not followed: no double count
+    (tmp_path / "link").symlink_to(tmp_path / "a")  # the same directory: counted once
     (tmp_path / "hard").hardlink_to(tmp_path / "a" / "x.bin")
     assert tree_size([str(tmp_path), str(tmp_path / "a")]) == (1024, True)
     assert tree_size([str(tmp_path)], max_entries=1)[1] is False
@@ -126,6 +126,22 @@ def test_collector_warns_on_unreadable_proc_and_keeps_going():
     record = IntervalRecord(ts=0, elapsed_s=1.0)
     collector.fill(record)
     assert record.cpu is not None and len(record.warnings) == 2
+
+
+def test_tree_size_follows_linked_directories_once_and_never_loops(tmp_path):
+    """A dataset assembled from links to class directories elsewhere is read through them
+    (ImageFolder and pack follow them): its size must count them, once, without looping."""
+    data, store = tmp_path / "data", tmp_path / "store"
+    (store / "bird").mkdir(parents=True)
+    (store / "bird" / "0.jpg").write_bytes(b"b" * 4000)
+    (data / "cat").mkdir(parents=True)
+    (data / "cat" / "0.jpg").write_bytes(b"c" * 300)
+    (data / "bird").symlink_to(store / "bird")
+    (data / "bird2").symlink_to(store / "bird")  # the same directory twice
+    (data / "cat" / "up").symlink_to(data)  # a loop
+    (data / "cat" / "one.jpg").symlink_to(store / "bird" / "0.jpg")  # a file link: not followed
+    (data / "gone").symlink_to(tmp_path / "nowhere")
+    assert tree_size([str(data)]) == (4300, True)
 
 
 def test_tree_size_counts_hard_links_once_and_overlapping_roots_once(tmp_path):

@@ -37,8 +37,12 @@ SHM_PATH = "/dev/shm"
 
 
 def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> tuple[int, bool]:
-    """(bytes in regular files under paths, complete?). Symlinks are not followed; each file
-    counts once even when paths overlap or files are hard-linked.
+    """(bytes in regular files under paths, complete?). Links to directories are followed, as
+    ImageFolder and `diskinfo pack` follow them (a dataset assembled from linked class
+    directories is read through them), each directory walked once however it is reached, so
+    a link back up ends there; links to files are not (a split made of links into a pool
+    that is walked too would count twice). Each file counts once even when paths overlap or
+    files are hard-linked.
 
     Memory stays flat for millions of files: only directories (few) and files with more than
     one link (rare) are remembered, not every file seen.
@@ -77,7 +81,7 @@ def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> t
                     if entries > max_entries:
                         return total, False
                     try:
-                        if entry.is_dir(follow_symlinks=False):
+                        if entry.is_dir():  # through a link too: os.stat above dedupes
                             stack.append(entry.path)
                         elif entry.is_file(follow_symlinks=False):
                             count_file(entry.stat(follow_symlinks=False))
