@@ -172,7 +172,11 @@ def check_within(
 @pytest.mark.slow
 @pytest.mark.parametrize("factory", ["too_few_workers", "cpu_decode"])
 def test_staged_pick_within_10_percent_of_exhaustive_best(factory: str) -> None:
-    ratio, how = check_within(f"{W}:{factory}", 10)
+    """At a 20 s budget (the default is 120 s). At 10 s each setting got about one second,
+    and on CI's two shared cores that one reading missed prefetch_factor=4's real ~11% twice
+    in a dozen runs (the nine pairs' medians: 0.89, 0.89): a pick that rests on too short a
+    look, not a flaky judge."""
+    ratio, how = check_within(f"{W}:{factory}", 20)
     assert ratio >= 0.9, how
 
 
