@@ -13,7 +13,6 @@ saying where the details are: what `docker logs` shows of the image's monitor.
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
 import re
 import time
@@ -227,11 +226,10 @@ class TextLogSink:
         self.verdicts = VerdictLog(summary_s)
         self._warned: set[str] = set()
 
-    def _console_lines(self, told: list[str], record: IntervalRecord | None) -> list[str]:
+    def _console_lines(self, told: list[str], warnings: list[str]) -> list[str]:
         """What `--console verdicts` prints: the verdict lines, and each warning once (numbers
         aside: "await 80 ms ... for 3.2 min" and "... for 3.4 min" are one warning)."""
         out = []
-        warnings = record.warnings if record is not None else []
         for line in told + [f"[warning] {w}" for w in warnings]:
             if line.startswith("[warning]"):
                 key = re.sub(r"[0-9.]+", "#", line)
@@ -242,16 +240,21 @@ class TextLogSink:
         return [f"{line} (details: {self._where})" for line in out]
 
     def write(self, record: IntervalRecord) -> None:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.ts))
         told = self.verdicts.lines(record)
-        text = "".join(f"{stamp} {line}\n" for line in lines(record) + told)
+        self._put(record.ts, lines(record) + told, told, record.warnings)
+
+    def _put(self, ts: float, logged: list[str], told: list[str], warnings: list[str]) -> None:
+        """`logged` to the file; to the echo stream too, or with console="verdicts" only the
+        verdict lines `told` and the `warnings` once each."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+        text = "".join(f"{stamp} {line}\n" for line in logged)
         if not text:
             return
         self.file.write(text)
         if self.echo is None:
             return
         if self.console == "verdicts":
-            text = "".join(f"{stamp} {line}\n" for line in self._console_lines(told, record))
+            text = "".join(f"{stamp} {line}\n" for line in self._console_lines(told, warnings))
         try:
             if text:
                 self.echo.write(text)
@@ -262,11 +265,5 @@ class TextLogSink:
     def close(self) -> None:
         line = self.verdicts.closing(os.path.join(os.path.dirname(self._where), JSONL))
         if line is not None:
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            self.file.write(f"{stamp} {line}\n")
-            if self.echo is not None:
-                shown = self._console_lines([line], None) if self.console == "verdicts" else [line]
-                with contextlib.suppress(OSError, ValueError):
-                    self.echo.write(f"{stamp} {shown[0]}\n")
-                    self.echo.flush()
+            self._put(time.time(), [line], [line], [])
         self.file.close()
