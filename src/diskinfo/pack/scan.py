@@ -98,15 +98,17 @@ def scan(src: Path, dest: Path | None = None) -> Scan:
     def fail(exc: OSError) -> None:
         raise UserError(f"cannot read {exc.filename}: {exc.strerror}")
 
-    # (device, inode) of each directory on the way down to the one walked, to stop a loop
-    above: dict[str, tuple[tuple[int, int], ...]] = {}
+    # (device, inode) of each directory from SRC down to and including the one walked, to stop
+    # a loop; a child's chain is made (one stat) when its parent lists it
+    chains: dict[str, tuple[tuple[int, int], ...]] = {}
     for dirpath, dirnames, filenames in os.walk(src, onerror=fail, followlinks=True):
         hidden += sum(1 for d in dirnames if d.startswith("."))
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        here = (*above.pop(dirpath, ()), dir_id(dirpath))
+        here = chains.pop(dirpath, None) or (dir_id(dirpath),)
         for d in dirnames:
             child = os.path.join(dirpath, d)
-            if dir_id(child) in here:
+            child_id = dir_id(child)
+            if child_id in here:
                 raise UserError(
                     f"{child} links back to {os.path.realpath(child)}, a directory it is in: "
                     "remove the link or pack a directory without the loop"
@@ -118,7 +120,7 @@ def scan(src: Path, dest: Path | None = None) -> Scan:
                         f"DEST {dest} is inside SRC {src} through the link {child}: "
                         "the shards would be packed into themselves"
                     )
-            above[child] = here
+            chains[child] = (*here, child_id)
         rel = Path(dirpath).relative_to(src).as_posix()
         prefix = "" if rel == "." else rel + "/"
         for name in sorted(filenames):
