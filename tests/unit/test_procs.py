@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -88,43 +90,62 @@ def test_pid_file_with_newline():
     assert parse_pid_file("1234\n") == 1234
 
 
-READER = r"""
-import os, sys, time
+READ_FOR = r"""
+import os, signal, sys, time
 path = sys.argv[1]
+
+
+def read_for(seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        with open(path, "rb") as f:
+            while f.read(1 << 20):
+                pass
+"""
+
+READER = (
+    READ_FOR
+    + r"""
 pids = []
 for _ in range(2):
     pid = os.fork()
     if pid == 0:
-        deadline = time.time() + 6
-        while time.time() < deadline:
-            with open(path, "rb") as f:
-                while f.read(1 << 20):
-                    pass
+        read_for(6)
         os._exit(0)
     pids.append(pid)
 print("ready", flush=True)
 for pid in pids:
     os.waitpid(pid, 0)
 """
+)
 
 
-def test_a_real_tree_of_readers(tmp_path):
+@contextlib.contextmanager
+def watched_tree(tmp_path, script: str) -> Iterator[tuple[subprocess.Popen, ProcsCollector]]:
+    """`script` run on 8 MiB of data, with a collector on its tree once it printed "ready"."""
     data = tmp_path / "data.bin"
     data.write_bytes(b"x" * (8 << 20))
-    proc = subprocess.Popen([sys.executable, "-c", READER, str(data)], stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(data)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     try:
         assert proc.stdout.readline().strip() == b"ready"
         pid_file = tmp_path / "train.pid"
         pid_file.write_text(f"{proc.pid}\n")
         collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
         collector.fill(IntervalRecord(ts=0, elapsed_s=1.0))
+        yield proc, collector
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_real_tree_of_readers(tmp_path):
+    with watched_tree(tmp_path, READER) as (_, collector):
         t0 = time.monotonic()
         time.sleep(1.0)
         record = IntervalRecord(ts=0, elapsed_s=time.monotonic() - t0)
         collector.fill(record)
-    finally:
-        proc.kill()
-        proc.wait()
     roles = sorted(p.role for p in record.procs)
     assert roles == ["main", "worker", "worker"]
     workers = [p for p in record.procs if p.role == "worker"]
@@ -215,16 +236,12 @@ def test_a_reaped_workers_reads_are_not_counted_again_under_main():
     assert main.read_mb_s == pytest.approx(1.0) and main.rchar_mb_s == 0.0 and owed == {}
 
 
-REAPER = r"""
-import os, signal, sys, time
-path = sys.argv[1]
+REAPER = (
+    READ_FOR
+    + r"""
 pid = os.fork()
 if pid == 0:
-    deadline = time.time() + 0.3
-    while time.time() < deadline:
-        with open(path, "rb") as f:
-            while f.read(1 << 20):
-                pass
+    read_for(0.3)
     signal.pause()  # done reading: waits for the end of the epoch
     os._exit(0)
 print("ready", flush=True)
@@ -234,20 +251,11 @@ os.waitpid(pid, 0)  # reaped: the kernel adds the worker's reads to this process
 print("reaped", flush=True)
 time.sleep(30)
 """
+)
 
 
 def test_a_real_worker_reaped_at_the_epochs_end(tmp_path):
-    data = tmp_path / "data.bin"
-    data.write_bytes(b"x" * (8 << 20))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", REAPER, str(data)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        assert proc.stdout.readline().strip() == b"ready"
-        pid_file = tmp_path / "train.pid"
-        pid_file.write_text(f"{proc.pid}\n")
-        collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
-        collector.fill(IntervalRecord(ts=0, elapsed_s=1.0))
+    with watched_tree(tmp_path, REAPER) as (proc, collector):
         time.sleep(0.6)
         reading = IntervalRecord(ts=0, elapsed_s=0.6)
         collector.fill(reading)  # the worker has read all it will read
@@ -256,9 +264,6 @@ def test_a_real_worker_reaped_at_the_epochs_end(tmp_path):
         assert proc.stdout.readline().strip() == b"reaped"
         reaped = IntervalRecord(ts=0, elapsed_s=0.6)
         collector.fill(reaped)
-    finally:
-        proc.kill()
-        proc.wait()
     worker = next(p for p in reading.procs if p.role == "worker")
     assert worker.rchar_mb_s > 5  # counted under the worker while it lived
     assert [p.role for p in reaped.procs] == ["main"]
