@@ -53,7 +53,7 @@ def test_image_folder_round_trip(tmp_path: Path) -> None:
     assert manifest["classes"] == ["cat", "dog"]
     assert manifest["class_counts"] == {"cat": 15, "dog": 25}
     assert manifest["extensions"] == {"jpg": 40}
-    assert manifest["skipped"] == {"hidden": 1, "no_extension": 1, "not_regular": 1}
+    assert manifest["skipped"] == {"hidden": 1, "no_extension": 1, "not_regular": 1, "top_level": 0}
     assert len(manifest["shards"]) > 3
     assert sum(s["samples"] for s in manifest["shards"]) == 40
     assert max(s["samples"] for s in manifest["shards"]) - min(manifest["samples_per_shard"]) <= 1
@@ -220,11 +220,10 @@ def test_bad_input_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "not a size" in one_line_error(
         ["pack", str(src), str(tmp_path / "o2"), "--shard-size", "lots"], capsys
     )
-    (src / "loose.jpg").write_bytes(b"x")
-    assert "mixes files at its top level" in one_line_error(
-        ["pack", str(src), str(tmp_path / "o3")], capsys
-    )
-    (src / "loose.jpg").unlink()
+    (src / "loose.JPG").write_bytes(b"x")
+    err = one_line_error(["pack", str(src), str(tmp_path / "o3")], capsys)
+    assert "a .jpg file at its top level" in err and "loose.JPG" in err
+    (src / "loose.JPG").unlink()
     (src / "a" / "9999.jpg").symlink_to(tmp_path / "gone.jpg")
     err = one_line_error(["pack", str(src), str(tmp_path / "o4")], capsys)
     assert "cannot read" in err and "9999.jpg" in err
@@ -265,6 +264,41 @@ def test_linked_class_directories_are_classes(
     assert "inside SRC" in err and "through the link" in err and "cat/out" in err
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
     assert not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_files_beside_the_classes_are_left_out_as_imagefolder_leaves_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dataset folder often holds labels.csv or a README beside its class directories;
+    ImageFolder takes only the class directories, so pack takes the same samples with the same
+    class numbers (it refused such a folder), and says in its output what it left out."""
+    src = tmp_path / "src"
+    files = image_folder(src, {"cat": 3, "dog": 2})
+    (src / "labels.csv").write_text("file,label\n")
+    (src / "README.md").write_text("# pets\n")
+    (src / "cat" / ".DS_Store").write_bytes(b"x")
+    classes = sorted(e.name for e in os.scandir(src) if e.is_dir())  # ImageFolder.find_classes
+    assert cli.main(["pack", str(src), str(tmp_path / "out"), "--no-shuffle"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == (
+        "left out: 2 files beside the class directories, 1 hidden file or directory; "
+        "counts under `skipped` in the index"
+    ), out
+    manifest = read_manifest(tmp_path / "out")
+    assert manifest["classes"] == classes == ["cat", "dog"]
+    assert manifest["skipped"] == {"hidden": 1, "no_extension": 0, "not_regular": 0, "top_level": 2}
+    got = {s["__key__"]: (int(s["cls"]), s["jpg"]) for s in all_samples(tmp_path / "out")}
+    assert got == {
+        name.removesuffix(".jpg"): (classes.index(name.split("/")[0]), data)
+        for name, data in files.items()
+    }
+
+    (src / "README.md").unlink()
+    (src / "labels.csv").unlink()
+    (src / "cat" / ".DS_Store").unlink()
+    capsys.readouterr()
+    assert cli.main(["pack", str(src), str(tmp_path / "out3")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1  # nothing left out: no second line
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the owner is given only when run as root")

@@ -39,4 +39,23 @@ def run(args: argparse.Namespace) -> int:
         f"({format_size(sum(s['bytes'] for s in shards))}; "
         f"{manifest['shard_rule']}) in {args.dest}; index: {args.dest.rstrip('/')}/{MANIFEST}"
     )
+    if skipped := skipped_line(manifest["skipped"]):
+        print(skipped)
     return 0
+
+
+SKIPPED = {  # manifest key: what the line calls one, and many
+    "top_level": ("file beside the class directories", "files beside the class directories"),
+    "hidden": ("hidden file or directory", "hidden files or directories"),
+    "no_extension": ("file without an extension", "files without an extension"),
+    "not_regular": ("special file (FIFO, socket, device)", "special files (FIFO, socket, device)"),
+}
+
+
+def skipped_line(skipped: dict[str, int]) -> str | None:
+    """What SRC held that the shards do not, in one line (None: nothing), so that a file left
+    out is not a surprise found later in the manifest."""
+    parts = [counted(skipped[key], *SKIPPED[key]) for key in SKIPPED if skipped.get(key)]
+    if not parts:
+        return None
+    return f"left out: {', '.join(parts)}; counts under `skipped` in the index"

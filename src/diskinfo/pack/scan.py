@@ -4,7 +4,10 @@
   `0001.jpg` + `0001.json` -> key `0001`, members `0001.jpg` and `0001.json`;
 - ImageFolder layout (every sample below a top-level directory): that directory is the class,
   and each sample gets a `cls` member with the class index (sorted names, as torchvision's
-  ImageFolder numbers them); files directly in SRC: no classes; both at once is an error;
+  ImageFolder numbers them); files directly in SRC: no classes. Files beside the class
+  directories (labels.csv, README.md) are left out and counted, as ImageFolder leaves them
+  out, unless one is of a kind the classes hold (a `.jpg` beside class directories of
+  `.jpg`s): that would be a sample without a class, an error;
 - hidden files, files without an extension and non-regular files (FIFOs, sockets, devices)
   are skipped, and counted in the manifest;
 - symbolic links are followed, to directories too, as ImageFolder follows them (a class that
@@ -52,6 +55,7 @@ class Scan:
     skipped_hidden: int = 0
     skipped_no_extension: int = 0
     skipped_special: int = 0
+    skipped_top_level: list[str] = field(default_factory=list)  # paths, beside the classes
 
 
 def label_bytes(label: int) -> bytes:
@@ -150,13 +154,10 @@ def scan(src: Path, dest: Path | None = None) -> Scan:
     if not samples:
         raise UserError(f"no samples in {src}: no non-hidden files with an extension")
     nested = [s for s in samples if "/" in s.key]
+    top_level: list[str] = []
     classes: list[str] = []
     if nested and len(nested) != len(samples):
-        top = next(s for s in samples if "/" not in s.key)
-        raise UserError(
-            f"{src} mixes files at its top level ({top.members[0].path}) with class "
-            "directories; move them into a class directory or pack a subdirectory"
-        )
+        samples, top_level = nested, _beside_classes(src, samples, nested)
     if nested:
         classes = sorted({s.key.split("/", 1)[0] for s in samples})
         index = {name: i for i, name in enumerate(classes)}
@@ -164,4 +165,23 @@ def scan(src: Path, dest: Path | None = None) -> Scan:
             if any(m.ext.lower() == "cls" for m in s.members):
                 raise UserError(f"sample {s.key} has a .cls file, a name reserved for the class")
             s.label = index[s.key.split("/", 1)[0]]
-    return Scan(samples, classes, hidden, no_ext, special)
+    return Scan(samples, classes, hidden, no_ext, special, top_level)
+
+
+def _suffix(member: Member) -> str:
+    return member.ext.rpartition(".")[2].lower()
+
+
+def _beside_classes(src: Path, samples: list[Sample], nested: list[Sample]) -> list[str]:
+    """The paths of the files at SRC's top level, which ImageFolder ignores, when none is of
+    a kind (last suffix) that the class directories hold; otherwise a one-line error."""
+    kinds = {_suffix(m) for s in nested for m in s.members}
+    top = [m for s in samples if "/" not in s.key for m in s.members]
+    alike = next((m for m in top if _suffix(m) in kinds), None)
+    if alike is not None:
+        raise UserError(
+            f"{src} has a .{_suffix(alike)} file at its top level ({alike.path}) beside class "
+            f"directories that hold .{_suffix(alike)} files: a sample without a class; move it "
+            "into a class directory or pack a subdirectory"
+        )
+    return sorted(m.path for m in top)
