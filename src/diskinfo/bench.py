@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import mmap
 import os
 import random
+import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.errors import UserError
 from diskinfo.resolve import Resolver
 from diskinfo.sources.blockid import read_identity
-from diskinfo.units import MIB
+from diskinfo.units import MIB, format_given, format_size
 
 SEQ_BLOCK = 1 << 20
 RAND_BLOCK = 4096
@@ -116,22 +118,76 @@ def random_read(path: str, seconds: float, seed: int = 0) -> ReadResult:
         os.close(fd)
 
 
-def write_test_file(directory: str, size: int) -> str:
-    """A file of incompressible data in `directory`, flushed to the device."""
-    fd, path = tempfile.mkstemp(prefix=".diskinfo-bench-", dir=directory)
+TEST_PREFIX = ".diskinfo-bench-"
+KEEP_FREE = 1 << 30  # a test file leaves this free (or a tenth of a small filesystem)
+STALE_S = 10.0  # unlocked and untouched this long: its bench is gone (not just starting)
+
+
+def check_room(directory: str, size: int) -> None:
+    """Refuse a test file that would fill the filesystem: a bench run beside training (its
+    documented use, `docker exec`) must not make the job's checkpoint writes fail."""
+    st = os.statvfs(directory)
+    free = st.f_bavail * st.f_frsize
+    keep = min(KEEP_FREE, st.f_blocks * st.f_frsize // 10)
+    if size > free - keep:
+        raise UserError(
+            f"a {format_given(size)} test file does not fit in {directory}: "
+            f"{format_size(free, binary=True)} free, and {format_size(keep, binary=True)} "
+            "must stay free; give a "
+            "smaller --size, or pass a large file on the device instead of a directory"
+        )
+
+
+def remove_stale(directory: str, note: Callable[[str], None]) -> None:
+    """Delete test files that a killed bench left behind (SIGKILL, OOM, power loss run no
+    cleanup; a hidden file of gigabytes in the data folder would go unnoticed). A live bench
+    holds a lock on its file, which the kernel drops when the process dies."""
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        stale = [e.path for e in entries if e.name.startswith(TEST_PREFIX)]
+    for path in stale:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or time.time() - st.st_mtime < STALE_S:
+                continue  # a bench that has just made it may not hold its lock yet
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a bench is using it
+            os.unlink(path)
+            note(
+                f"removed {path} ({format_size(st.st_size, binary=True)}), a test file left "
+                "by a bench that was killed"
+            )
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def test_file(
+    directory: str, size: int, note: Callable[[str], None] = lambda _: None
+) -> Iterator[str]:
+    """A file of incompressible data in `directory`, flushed to the device, locked while it
+    exists and removed on the way out however the bench ends (Ctrl-C, SIGTERM, an error)."""
+    remove_stale(directory, note)
+    check_room(directory, size)
+    note(f"writing a {format_given(size)} test file in {directory}")
+    fd, path = tempfile.mkstemp(prefix=TEST_PREFIX, dir=directory)
     try:
+        with contextlib.suppress(OSError):  # some FUSE filesystems have no locks
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         block = os.urandom(SEQ_BLOCK)
         written = 0
         while written < size:
             written += os.write(fd, block[: min(SEQ_BLOCK, size - written)])
         os.fsync(fd)
-    except BaseException:
-        os.close(fd)
+        yield path
+    finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
-        raise
-    os.close(fd)
-    return path
+        os.close(fd)
 
 
 def device_of(path: str) -> str:
@@ -160,24 +216,18 @@ def measure(
     identity = read_identity(device)
     if identity is None:
         raise UserError(f"{path}: /sys has no device {device} to identify")
-    made = None
     if os.path.isdir(path):
         if not os.access(path, os.W_OK):
             raise UserError(f"{path}: not writable; pass a large file on the device instead")
-        note(f"writing a {size / MIB:.0f} MiB test file in {path}")
-        made = target = write_test_file(path, size)
+        made: contextlib.AbstractContextManager[str] = test_file(path, size, note)
     elif os.path.isfile(path):
-        target = path
+        made = contextlib.nullcontext(path)
     else:
         raise UserError(f"{path}: not a regular file or directory")
-    try:
+    with made as target:
         seq = sequential_read(target, seconds, limit=size)
         rand = random_read(target, seconds)
         read_bytes = min(os.path.getsize(target), size)
-    finally:
-        if made is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(made)
     result = DeviceBaseline(
         device=device,
         seq_read_mb_s=round(seq.mb_s, 2),

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
 from diskinfo import __version__
-from diskinfo.errors import UserError
+from diskinfo.errors import Terminated, UserError, interrupted_exit
 from diskinfo.units import MIB, RULE, size_arg
 
 
@@ -255,22 +257,35 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)  # end a verb as Ctrl-C does: its cleanup runs
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    before = {}
+    if threading.current_thread() is threading.main_thread():  # `watch` installs its own
+        before = {signum: signal.signal(signum, _terminate) for signum in TERMINATING}
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"diskinfo: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return interrupted_exit(exc)
     except OSError as exc:
         print(
             f"diskinfo: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
             file=sys.stderr,
         )
         return 1
+    finally:
+        for signum, handler in before.items():  # main() may run inside a caller's process
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":

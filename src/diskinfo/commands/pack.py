@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from diskinfo.errors import interrupted_exit
 from diskinfo.pack import MANIFEST, pack
 from diskinfo.units import counted, format_size
 
@@ -21,12 +22,12 @@ def run(args: argparse.Namespace) -> int:
             force=args.force,
             progress=args.progress,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(
             "diskinfo: interrupted; finished shards are kept, re-run the same command to resume",
             file=sys.stderr,
         )
-        return 130
+        return interrupted_exit(exc)
     classes = manifest["classes"]
     kinds = f", {counted(len(classes), 'class', 'classes')}" if classes else ""
     shards = manifest["shards"]
