@@ -44,16 +44,16 @@ class ReadResult:
         return self.ios / self.seconds if self.seconds > 0 else 0.0
 
 
-def open_direct(path: str) -> int:
-    """O_DIRECT read-only descriptor: reads bypass the page cache, as fio --direct=1."""
+def open_direct(path: str, shown: str | None = None) -> int:
+    """O_DIRECT read-only descriptor: reads bypass the page cache, as fio --direct=1.
+    `shown`: the path errors name, where `path` is not the user's."""
     try:
         return os.open(path, os.O_RDONLY | os.O_DIRECT)
     except OSError as exc:
         if exc.errno == errno.EINVAL:
             raise UserError(
-                f"{path}: the filesystem does not support direct I/O (some FUSE, tmpfs before "
-                "Linux 6.6): "
-                "there is no device bandwidth to measure here"
+                f"{shown or path}: the filesystem does not support direct I/O (some FUSE, "
+                "tmpfs before Linux 6.6): there is no device bandwidth to measure here"
             ) from None
         raise
 
@@ -120,7 +120,7 @@ def random_read(path: str, seconds: float, seed: int = 0) -> ReadResult:
 
 TEST_PREFIX = ".diskinfo-bench-"
 KEEP_FREE = 1 << 30  # a test file leaves this free (or a tenth of a small filesystem)
-STALE_S = 10.0  # unlocked and untouched this long: its bench is gone (not just starting)
+STALE_S = 10.0  # a named test file untouched this long and unlocked has lost its bench
 
 
 def check_room(directory: str, size: int) -> None:
@@ -139,9 +139,9 @@ def check_room(directory: str, size: int) -> None:
 
 
 def remove_stale(directory: str, note: Callable[[str], None]) -> None:
-    """Delete test files that a killed bench left behind (SIGKILL, OOM, power loss run no
-    cleanup; a hidden file of gigabytes in the data folder would go unnoticed). A live bench
-    holds a lock on its file, which the kernel drops when the process dies."""
+    """Delete named test files that a killed bench of an earlier version left behind (a
+    hidden file of gigabytes in the data folder goes unnoticed); one still open under a lock
+    (such a bench still running) is kept."""
     with contextlib.suppress(OSError), os.scandir(directory) as entries:
         stale = [e.path for e in entries if e.name.startswith(TEST_PREFIX)]
     for path in stale:
@@ -169,24 +169,24 @@ def remove_stale(directory: str, note: Callable[[str], None]) -> None:
 def test_file(
     directory: str, size: int, note: Callable[[str], None] = lambda _: None
 ) -> Iterator[str]:
-    """A file of incompressible data in `directory`, flushed to the device, locked while it
-    exists and removed on the way out however the bench ends (Ctrl-C, SIGTERM, an error)."""
+    """A file of incompressible data in `directory`, flushed to the device, with no name: it
+    is unlinked as soon as it is made and read through /proc/self/fd, so nothing is left
+    behind however the bench ends (SIGKILL and `docker stop` of an exec included); the
+    kernel frees it when the descriptor closes."""
     remove_stale(directory, note)
     check_room(directory, size)
     note(f"writing a {format_given(size)} test file in {directory}")
     fd, path = tempfile.mkstemp(prefix=TEST_PREFIX, dir=directory)
     try:
-        with contextlib.suppress(OSError):  # some FUSE filesystems have no locks
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(open_direct(path, shown=directory))  # no direct I/O: say so before writing
+        os.unlink(path)
         block = os.urandom(SEQ_BLOCK)
         written = 0
         while written < size:
             written += os.write(fd, block[: min(SEQ_BLOCK, size - written)])
         os.fsync(fd)
-        yield path
+        yield f"/proc/self/fd/{fd}"  # opened again with O_DIRECT, a description of its own
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
         os.close(fd)
 
 
