@@ -22,7 +22,7 @@ def best(results: list[Result], epoch: int | None) -> Result:
 
 def render(results: list[Result], current: Result, chosen: Result, epoch: int | None) -> str:
     head = (
-        f"{'setting':<58} {'samples/s':>10} {'epoch/s':>9} {'start s':>8} {'next s':>7} "
+        f"{'setting':<58} {'samples/s':>10} {'over epoch':>10} {'start s':>8} {'next s':>7} "
         f"{'data-wait':>9} {'CPU/worker':>10} {'cache':>11}  vs current"
     )
     lines = [head]
@@ -32,7 +32,7 @@ def render(results: list[Result], current: Result, chosen: Result, epoch: int | 
             f"{r.cpu_per_worker:.0%}")  # fmt: skip
         restart = "-" if r.restart_s is None else f"{r.restart_s:.2f}"
         lines.append(
-            f"{r.setting.label():<58} {r.rate:>10,.0f} {r.epoch_rate(epoch):>9,.0f} "
+            f"{r.setting.label():<58} {r.rate:>10,.0f} {r.epoch_rate(epoch):>10,.0f} "
             f"{r.start_s:>8.2f} {restart:>7} {r.wait_share:>9.0%} {cpu:>10} {r.cache:>11}  "
             f"{gain(r, current, epoch):.2f}x{mark}"
         )
