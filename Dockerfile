@@ -88,7 +88,7 @@ ENV NB_USER=${NB_USER} NB_UID=${NB_UID} NB_GID=${NB_GID} \
     JUPYTER_ENABLE=1 JUPYTER_PORT=8888 SSH_PORT=22 \
     METRICS_PORT=9101 METRICS_ADDR=0.0.0.0 \
     DISKINFO_PATHS="/workspace/data /workspace" DISKINFO_INTERVAL=5 \
-    LOG_DIR=/workspace/logs DISKINFO_STATE_DIR=/run/diskinfo \
+    LOG_DIR=/workspace/logs DISKINFO_STATE_DIR=/run/diskinfo USER_VENV=/opt/user-venv \
     STARTUP_STATE_DIR=/run/pytorch-cuda PYTORCH_CUDA_LIB=/usr/local/lib/pytorch-cuda \
     KEEP_ALIVE=0 TRAIN_STOP_TIMEOUT=5
 WORKDIR /workspace
@@ -113,6 +113,10 @@ COPY pyproject.toml README.md /opt/diskinfo/
 COPY src /opt/diskinfo/src
 RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
     pip install --no-deps --no-build-isolation /opt/diskinfo
+# NB_USER's environment over this one, where a `pip` run in a running container installs
+# (docker/build/user-venv says why it is a second one); after the last package of /opt/venv.
+RUN --mount=type=bind,source=docker/build/user-venv,target=/usr/local/bin/user-venv \
+    user-venv "$VIRTUAL_ENV" "$USER_VENV" "$NB_UID" "$NB_GID"
 # Configs and scripts, last: they change most often. validate-cuda is its package plus a
 # launcher beside it (banner.py imports the package's driver table); host tools stay out.
 # supervisord.conf is a template: supervisord-run.py writes the running config, with a fresh

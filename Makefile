@@ -53,7 +53,7 @@ dev: $(VENV)/.installed
 lint: dev
 	$(VENV)/bin/ruff check src tests scripts benchmarks docker
 	$(VENV)/bin/ruff format --check src tests scripts benchmarks docker
-	$(VENV)/bin/shellcheck entrypoint.sh .ci/run docker/build/apt-install docker/build/pip-install \
+	$(VENV)/bin/shellcheck entrypoint.sh .ci/run docker/build/apt-install docker/build/pip-install docker/build/user-venv \
 	  $$(git ls-files '*.sh')
 	$(VENV)/bin/hadolint Dockerfile
 

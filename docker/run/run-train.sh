@@ -28,6 +28,8 @@ tee_pid=$!
 # The program gets the -e secrets back (95-secrets.sh kept them out of every service's
 # environment); only its own subshell exports them, so the tee above never holds them.
 (
+  # shellcheck source=/dev/null  # docker/run/user-env.sh
+  . "$lib/user-env.sh" && use_user_venv  # `pip install` in the command goes to USER_VENV
   if [ -r "$state/user-secrets" ]; then
     while IFS= read -r -d '' secret; do
       [[ ${secret%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && export "${secret?}"

@@ -29,8 +29,14 @@ if [ -r "$state/user-secrets" ]; then
   unset secret
 fi
 cd /workspace
+# The server runs from the image's environment (its JupyterLab assets are there); kernels
+# (kernel.json) and terminals (PATH) use USER_VENV, so `%pip install` works in a notebook.
+server=${VIRTUAL_ENV:-/opt/venv}/bin/jupyter-lab
+# shellcheck source=/dev/null  # docker/run/user-env.sh
+. "${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}/user-env.sh"
+use_user_venv
 # JUPYTER_ARGS, already split and checked by 01-settings.sh: one NUL-terminated argument each.
 extra=()
 args_file=$state/jupyter.args
 if [ -s "$args_file" ]; then mapfile -d '' -t extra <"$args_file"; fi
-exec jupyter-lab --no-browser "${extra[@]}"
+exec "$server" --no-browser "${extra[@]}"

@@ -38,7 +38,7 @@ def test_ssh_command_sees_torch_env_and_no_secrets(env_container, ssh_key, ssh_c
     env = dict(e.split("=", 1) for e in env_container.obj.attrs["Config"]["Env"])
     image_path = env["PATH"]
     _, out = ssh_run(client, 'printf "%s" "$PATH"')
-    assert out == image_path
+    assert out == f"{env['USER_VENV']}/bin:{image_path}"  # NB_USER's packages first
     _, out = ssh_run(client, "env")
     for name, value in {**SECRETS, "PUBLIC_KEY": ssh_key.public}.items():
         assert f"{name}=" not in out and value not in out, name

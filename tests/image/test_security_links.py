@@ -17,7 +17,8 @@ pytestmark = pytest.mark.image
 # Everything root owns, outside what jovyan may write or what a start rewrites.
 SNAPSHOT = (
     r"find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /workspace -o -path /home"
-    r" -o -path /run -o -path /tmp -o -path /var/tmp \) -prune -o -printf '%p %U %G %m %y\n'"
+    r" -o -path /run -o -path /tmp -o -path /var/tmp -o -path /opt/user-venv \) -prune"
+    r" -o -printf '%p %U %G %m %y\n'"
     " | sort"
 )
 CONTENT = (
@@ -37,6 +38,7 @@ LINKS = {
     "train.log.1": "/etc/cron.daily/pwn",
 }
 PAYLOAD = "#!/bin/sh\ntouch /root/pwned\n"
+ROOT_PTH = 'import os; os.geteuid() == 0 and open("/root/pwned", "w").close()\\n'
 HOOK = "#!/bin/sh\nid -u >/workspace/hook-uid\ntouch /root/pwned 2>/dev/null\nexit 0\n"
 
 
@@ -72,6 +74,10 @@ def test_planted_links_never_reach_root(container, ssh_key, tmp_path, workspace)
         f"printf '{HOOK}' >/workspace/.startup.d/10-check && chmod +x /workspace/.startup.d/*",
         "ln -sfn /usr/local/lib/pytorch-cuda/init.d/40-jupyter.sh /workspace/.startup.d/20-link",
         "rm -rf ~/.ssh && ln -sfn /etc/ssh ~/.ssh",
+        # NB_USER's Python environment: a link for the start-up's chown, code for root's Python
+        "ln -sfn /etc/shadow /opt/user-venv/shadow",
+        "for d in /opt/user-venv/lib/python3*/site-packages; do"
+        f" printf '{ROOT_PTH}' >$d/zz-check.pth; done",
     ]
     _as_jovyan(running, " && ".join(plant))
     _restart(running)
@@ -90,6 +96,8 @@ def test_planted_links_never_reach_root(container, ssh_key, tmp_path, workspace)
     assert after == before, "\n".join(
         sorted(set(after.splitlines()) ^ set(before.splitlines()))[:40]
     )
+    for command in ("diskinfo --version", "python -c pass", "pip --version"):  # docker exec
+        assert running.exec(command)[0] == 0, command
     assert running.exec("test -e /root/pwned")[0] != 0
     assert running.read_file("/workspace/hook-uid").strip() != "0"
     assert running.exec("test -d /workspace/logs && ! test -L /workspace/logs")[0] == 0

@@ -36,14 +36,17 @@ printf '%s\n' "$NB_USER" >"$nb_user_record"
 home=$(getent passwd "$NB_USER" | cut -d: -f6)
 # /workspace is a mount point or the image's directory: its own owner only, never a walk of it.
 chown -h "$NB_UID:$NB_GID" /workspace 2>/dev/null || true
-# The home (the image's, so never a bind-mounted tree): by descriptor, links never followed.
-if home_notes=$(python3 "$PYTORCH_CUDA_LIB/safe_paths.py" home "$home" "$NB_UID" "$NB_GID" 2>&1); then
-  [ -z "$home_notes" ] || startup_log WARNING "$home_notes"
-else
-  startup_log WARNING "home $home not handed to $NB_USER: $home_notes"
-fi
+# The home and NB_USER's Python environment (USER_VENV, docker/build/user-venv), the image's
+# own trees, never bind-mounted ones: by descriptor, links never followed.
+for owned in "$home" ${USER_VENV:+"$USER_VENV"}; do
+  if home_notes=$(python3 "$PYTORCH_CUDA_LIB/safe_paths.py" home "$owned" "$NB_UID" "$NB_GID" 2>&1); then
+    [ -z "$home_notes" ] || startup_log WARNING "$home_notes"
+  else
+    startup_log WARNING "$owned not handed to $NB_USER: $home_notes"
+  fi
+done
 export NB_USER NB_UID NB_GID NB_HOME=$home
 # shellcheck disable=SC2034  # used by the later steps and entrypoint.sh, which source this
 AS_NB_USER=(setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups)
 startup_log INFO "services run as $NB_USER (uid $NB_UID, gid $NB_GID), home $home"
-unset image_user home home_notes nb_user_record
+unset image_user home home_notes nb_user_record owned

@@ -37,6 +37,8 @@ write_ssh_env() {
       printf 'export %s=%s\n' "$name" "'${value//$q/$q\\$q$q}'"
     done < <(compgen -e | sort)
     echo "export PYTORCH_CUDA_SSH_ENV=1"
+    # NB_USER's own Python environment first on PATH, as for the training command
+    printf '. %q/user-env.sh && use_user_venv\n' "${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}"
   } >"$tmp"
   mv -f "$tmp" "$1"
 }
