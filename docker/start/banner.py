@@ -270,12 +270,25 @@ def _existing(path: str) -> str | None:
         return None
 
 
+def _python(env: dict[str, str]) -> str:
+    """The interpreter, and where the user's programs run it from: NB_USER's own environment
+    (docker/build/user-venv), where `pip install` works, when the image has one."""
+    line = f"{platform.python_version()} ({sys.executable})"
+    user = env.get("USER_VENV", "")
+    if user and os.access(f"{user}/bin/python", os.X_OK):
+        line = (
+            f"{platform.python_version()}: your programs run {user}/bin/python, where"
+            f" `pip install` adds packages for this container, over the image's {sys.prefix}"
+        )
+    return line
+
+
 def gather(env: dict[str, str]) -> Facts:
     """Read the facts from this container: package metadata, NVML, /dev/shm, the environment."""
     logs_dir = env.get("LOG_DIR", "/workspace/logs")
     facts = Facts(
         image_version=env.get("IMAGE_VERSION") or _dist_version("diskinfo") or "unknown",
-        python=f"{platform.python_version()} ({sys.executable})",
+        python=_python(env),
         torch=_dist_version("torch"),
         cuda=_torch_cuda(),
         cudnn=_dist_version("nvidia-cudnn-cu11", "nvidia-cudnn-cu12"),

@@ -103,3 +103,16 @@ def test_supervisord_and_supervisorctl_both_read_the_credentials(generated):
     assert http["username"] == client.username == "pytorch-cuda"
     assert http["password"] == client.password and len(client.password) == 32
     assert client.serverurl == f"unix://{generated.parent}/supervisor.sock"
+
+
+def test_the_python_line_says_where_pip_install_goes(tmp_path):
+    """`pip install` in the container goes to NB_USER's own environment (USER_VENV): the
+    banner says so, as the first place a user would look for the Python they get."""
+    assert "pip install" not in _text(_env(tmp_path))
+    python = tmp_path / "user-venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    text = _text(_env(tmp_path, USER_VENV=str(tmp_path / "user-venv")))
+    line = next(line for line in text.splitlines() if line.startswith("Python     "))
+    assert f"your programs run {python}, where `pip install` adds packages" in line, line
