@@ -112,10 +112,19 @@ class Running:
         return int(out.strip()) if out.strip().isdigit() else 0
 
     def wait_for_program(self, program: str, state: str = "RUNNING", timeout: float = 60) -> None:
+        def reached() -> bool:
+            if self.status() == "exited":  # no use waiting: say why it ended
+                exit_code = self.obj.attrs["State"].get("ExitCode")
+                pytest.fail(
+                    f"the container exited ({exit_code}) before {program} reached {state}:\n"
+                    + self.logs()[-3000:]
+                )
+            return self.supervisor_status().get(program) == state
+
         net.wait_until(
-            lambda: self.supervisor_status().get(program) == state,
+            reached,
             timeout,
-            f"{program} never reached {state}: {self.supervisor_status()}",
+            lambda: f"{program} never reached {state}: {self.supervisor_status()}",
         )
 
     def health(self) -> str:
