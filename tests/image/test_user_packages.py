@@ -15,9 +15,10 @@ pytestmark = pytest.mark.image
 
 USER_VENV = "/opt/user-venv"
 WHEEL = "demo_pkg-0.1-py3-none-any.whl"
-CHECK = (
+CHECK = (  # one write(2) per line: torchrun's two workers print at the same moment
     "import os, sys, demo_pkg, torch; "
-    "print('CHECK', os.environ.get('RANK', '-'), sys.prefix, demo_pkg.VALUE, flush=True)"
+    "os.write(1, ('CHECK %s %s %s\\n' % (os.environ.get('RANK', '-'), sys.prefix, demo_pkg.VALUE))"
+    ".encode())"
 )
 
 
