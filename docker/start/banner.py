@@ -273,14 +273,13 @@ def _existing(path: str) -> str | None:
 def _python(env: dict[str, str]) -> str:
     """The interpreter, and where the user's programs run it from: NB_USER's own environment
     (docker/build/user-venv), where `pip install` works, when the image has one."""
-    line = f"{platform.python_version()} ({sys.executable})"
     user = env.get("USER_VENV", "")
-    if user and os.access(f"{user}/bin/python", os.X_OK):
-        line = (
-            f"{platform.python_version()}: your programs run {user}/bin/python, where"
-            f" `pip install` adds packages for this container, over the image's {sys.prefix}"
-        )
-    return line
+    if not (user and os.access(f"{user}/bin/python", os.X_OK)):
+        return f"{platform.python_version()} ({sys.executable})"
+    return (
+        f"{platform.python_version()}: your programs run {user}/bin/python, where"
+        f" `pip install` adds packages for this container, over the image's {sys.prefix}"
+    )
 
 
 def gather(env: dict[str, str]) -> Facts:

@@ -152,7 +152,7 @@ def remove_stale(directory: str, note: Callable[[str], None]) -> None:
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or time.time() - st.st_mtime < STALE_S:
-                continue  # a bench that has just made it may not hold its lock yet
+                continue  # a bench that has just made it: named until it is unlinked
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a bench is using it
             os.unlink(path)
             note(

@@ -19,13 +19,19 @@ from diskinfo.bench import TEST_PREFIX
 pytestmark = [pytest.mark.system]
 
 
+def bench_argv(directory: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "diskinfo.cli", "bench", str(directory), "--no-save", *args]
+
+
 def bench(directory: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "diskinfo.cli", "bench", str(directory), "--no-save", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        bench_argv(directory, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+def bench_run(directory: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    argv = bench_argv(directory, *args)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
 
 def left_files(directory: Path) -> list[Path]:
@@ -76,23 +82,7 @@ def test_a_left_test_file_is_removed_by_the_next_bench(tmp_path: Path) -> None:
     for path in (left, in_use):
         os.utime(path, (old, old))
     try:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "diskinfo.cli",
-                "bench",
-                str(tmp_path),
-                "--size",
-                "16M",
-                "--seconds",
-                "0.2",
-                "--no-save",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = bench_run(tmp_path, "--size", "16M", "--seconds", "0.2", timeout=120)
     finally:
         os.close(holder)
     assert done.returncode == 0, done.stderr
@@ -103,21 +93,7 @@ def test_a_left_test_file_is_removed_by_the_next_bench(tmp_path: Path) -> None:
 def test_a_test_file_that_would_fill_the_disk_is_refused(tmp_path: Path) -> None:
     st = os.statvfs(tmp_path)
     free = st.f_bavail * st.f_frsize
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "diskinfo.cli",
-            "bench",
-            str(tmp_path),
-            "--size",
-            str(free),
-            "--no-save",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = bench_run(tmp_path, "--size", str(free), timeout=60)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "test file does not fit in" in done.stderr
     assert "must stay free" in done.stderr

@@ -208,7 +208,7 @@ def _manifest(
             "hidden": found.skipped_hidden,
             "no_extension": found.skipped_no_extension,
             "not_regular": found.skipped_special,
-            "top_level": len(found.skipped_top_level),
+            "top_level": found.skipped_top_level,
         },
         "shards": records,
     }

@@ -55,7 +55,7 @@ class Scan:
     skipped_hidden: int = 0
     skipped_no_extension: int = 0
     skipped_special: int = 0
-    skipped_top_level: list[str] = field(default_factory=list)  # paths, beside the classes
+    skipped_top_level: int = 0  # files beside the class directories
 
 
 def label_bytes(label: int) -> bytes:
@@ -154,7 +154,7 @@ def scan(src: Path, dest: Path | None = None) -> Scan:
     if not samples:
         raise UserError(f"no samples in {src}: no non-hidden files with an extension")
     nested = [s for s in samples if "/" in s.key]
-    top_level: list[str] = []
+    top_level = 0
     classes: list[str] = []
     if nested and len(nested) != len(samples):
         samples, top_level = nested, _beside_classes(src, samples, nested)
@@ -172,9 +172,9 @@ def _suffix(member: Member) -> str:
     return member.ext.rpartition(".")[2].lower()
 
 
-def _beside_classes(src: Path, samples: list[Sample], nested: list[Sample]) -> list[str]:
-    """The paths of the files at SRC's top level, which ImageFolder ignores, when none is of
-    a kind (last suffix) that the class directories hold; otherwise a one-line error."""
+def _beside_classes(src: Path, samples: list[Sample], nested: list[Sample]) -> int:
+    """How many files SRC's top level holds, which ImageFolder ignores, when none is of a kind
+    (last suffix) that the class directories hold; otherwise a one-line error."""
     kinds = {_suffix(m) for s in nested for m in s.members}
     top = [m for s in samples if "/" not in s.key for m in s.members]
     alike = next((m for m in top if _suffix(m) in kinds), None)
@@ -184,4 +184,4 @@ def _beside_classes(src: Path, samples: list[Sample], nested: list[Sample]) -> l
             f"directories that hold .{_suffix(alike)} files: a sample without a class; move it "
             "into a class directory or pack a subdirectory"
         )
-    return sorted(m.path for m in top)
+    return len(top)
