@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -27,6 +27,7 @@ from diskinfo import loader_state
 from diskinfo.loader_state import LoaderCounters
 
 T = TypeVar("T")
+L = TypeVar("L", bound=Iterable[Any])
 
 # Messages of DataLoader worker deaths (a too-small /dev/shm ends in SIGBUS: "Bus error").
 WORKER_DEATH_MARKERS = (
@@ -208,42 +209,48 @@ def _count_pass(dataset: Any) -> None:
         dataset.begin_pass()
 
 
+def _measured(loader: Any, make_iterator: Callable[[], Iterator[T]]) -> Iterator[T]:
+    """One pass over `loader`: the time in each `next()` is data-wait, the rest is the step."""
+    m = meter()
+    m.begin_wait()  # from here on the loop waits: the publisher's start-up counts as wait too
+    m.settings = _settings_of(loader)
+    multi_worker = bool(m.settings.get("num_workers"))
+    if multi_worker and not m.settings.get("persistent_workers"):
+        _count_pass(getattr(loader, "dataset", None))
+    m.start()
+    try:
+        started: float | None = time.perf_counter()
+        iterator = make_iterator()
+        while True:
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            except Exception as exc:
+                if is_worker_death(exc, multi_worker):
+                    m.worker_died()
+                raise
+            m.got_batch()
+            if started is not None:  # the epoch's first batch: iter(), workers' start
+                m.start_wait_s += time.perf_counter() - started
+                m.epochs += 1
+                started = None
+            m.samples += batch_len(batch)
+            yield batch
+            m.begin_wait()
+    finally:
+        m.idle()
+
+
 class WatchedLoader(Generic[T]):
-    """Iterates like the wrapped loader; every other attribute is the wrapped loader's."""
+    """Iterates like the wrapped iterable; every other attribute is the wrapped one's. What
+    `watch` returns for an iterable that is not a DataLoader (a generator, a custom loader)."""
 
     def __init__(self, loader: Iterable[T]) -> None:
         self.loader = loader
 
     def __iter__(self) -> Iterator[T]:
-        m = meter()
-        m.begin_wait()  # from here on the loop waits: the publisher's start-up counts as wait too
-        m.settings = _settings_of(self.loader)
-        multi_worker = bool(m.settings.get("num_workers"))
-        if multi_worker and not m.settings.get("persistent_workers"):
-            _count_pass(getattr(self.loader, "dataset", None))
-        m.start()
-        try:
-            started: float | None = time.perf_counter()
-            iterator = iter(self.loader)
-            while True:
-                try:
-                    batch = next(iterator)
-                except StopIteration:
-                    return
-                except Exception as exc:
-                    if is_worker_death(exc, multi_worker):
-                        m.worker_died()
-                    raise
-                m.got_batch()
-                if started is not None:  # the epoch's first batch: iter(), workers' start
-                    m.start_wait_s += time.perf_counter() - started
-                    m.epochs += 1
-                    started = None
-                m.samples += batch_len(batch)
-                yield batch
-                m.begin_wait()
-        finally:
-            m.idle()
+        return _measured(self.loader, self.loader.__iter__)
 
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]
@@ -252,6 +259,60 @@ class WatchedLoader(Generic[T]):
         return getattr(self.__dict__["loader"], name)
 
 
-def watch(loader: Iterable[T]) -> WatchedLoader[T]:
-    """Wrap a DataLoader (or any iterable) so its data-wait reaches the diskinfo monitor."""
-    return WatchedLoader(loader)
+_measured_classes: dict[type, type] = {}
+
+
+def _measured_class(base: type) -> type:
+    """The loader's own class with its passes measured: the loader stays an instance of that
+    class, which Lightning and Accelerate test for before they shard the data between ranks
+    (handed a wrapper object, they had every rank train on all of it). One per class, named
+    as the class it measures; a direct subclass, as `__class__` can only be swapped between
+    classes of one layout."""
+    with _meter_lock:
+        cls = _measured_classes.get(base)
+        if cls is None:
+
+            def __iter__(self: Any) -> Iterator[Any]:
+                return _measured(self, super(cls, self).__iter__)
+
+            namespace = {name: getattr(base, name) for name in ("__module__", "__qualname__")}
+            namespace.update(__iter__=__iter__, __reduce_ex__=_reduce, _diskinfo_base=base)
+            cls = _measured_classes[base] = type(base.__name__, (base,), namespace)
+        return cls
+
+
+def _reduce(self: Any, _protocol: Any) -> tuple[Any, ...]:
+    """Pickled by its base class, which any process can import (a class made at run time
+    cannot be found by name): ddp_spawn and the `spawn` start method pickle the loaders."""
+    state = self.__getstate__() if hasattr(self, "__getstate__") else self.__dict__
+    return (_unpickle, (type(self)._diskinfo_base,), state)
+
+
+def _unpickle(base: type) -> Any:
+    cls = _measured_class(base)
+    return cls.__new__(cls)
+
+
+def _is_dataloader(obj: object) -> bool:
+    data = sys.modules.get("torch.utils.data")  # never imported here: a loop without torch
+    return data is not None and isinstance(obj, data.DataLoader)
+
+
+def watch(loader: L) -> L:
+    """Wrap a DataLoader (or any iterable) so its data-wait reaches the diskinfo monitor.
+
+    A DataLoader is returned as itself, its class swapped for a measured subclass: it is
+    still a DataLoader (and of its own subclass) for frameworks that check, and one that
+    rebuilds it from its class to add a DistributedSampler (Lightning) keeps it measured.
+    Anything else comes back wrapped in a `WatchedLoader`, which iterates like it and hands
+    on every attribute (typed as the loader it wraps, for that reason).
+    """
+    if "_diskinfo_base" in type(loader).__dict__:
+        return loader  # watched already
+    if _is_dataloader(loader):
+        try:
+            loader.__class__ = _measured_class(type(loader))
+            return loader
+        except (TypeError, AttributeError):  # a layout of its own, or a class that only
+            pass  # poses as a DataLoader (Accelerate's prepared loaders): wrap it
+    return WatchedLoader(loader)  # type: ignore[return-value]

@@ -1,0 +1,215 @@
+"""diskinfo.torch.watch under training frameworks: a watched DataLoader must stay a DataLoader.
+
+Lightning and Accelerate give each rank its share of the data only when the loader they are
+handed is a DataLoader; a wrapper object had every rank of a 2-process run train on all of
+it, silently (twice the work per epoch, each sample seen twice). Real Lightning and Accelerate,
+two processes on the CPU over gloo, as a user runs them.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+import diskinfo.torch as dt
+from diskinfo import loader_state
+
+
+@pytest.fixture
+def state(monkeypatch, tmp_path):
+    monkeypatch.setenv(loader_state.STATE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(dt, "_meter", None)
+    yield tmp_path
+    if dt._meter is not None:
+        dt._meter.close()
+
+
+def batches_counted() -> int:
+    return dt.meter().snapshot().batches
+
+
+def test_a_dataloader_comes_back_as_itself_and_is_measured(state):
+    loader = DataLoader(list(range(10)), batch_size=2)
+    watched = dt.watch(loader)
+    assert watched is loader and isinstance(watched, DataLoader)
+    assert type(watched).__name__ == "DataLoader" and len(watched) == 5
+    assert [b.tolist() for b in watched] == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    assert batches_counted() == 5
+    assert dt.watch(watched) is watched  # twice: still measured once
+    list(watched)
+    assert batches_counted() == 10
+
+
+def test_its_own_subclass_stays(state):
+    class Mine(DataLoader):
+        def note(self) -> str:
+            return "mine"
+
+    watched = dt.watch(Mine(list(range(4)), batch_size=2))
+    assert isinstance(watched, Mine) and watched.note() == "mine"
+    assert len(list(watched)) == 2 and batches_counted() == 2
+
+
+def test_rebuilt_from_its_class_with_a_sampler_it_stays_measured(state):
+    """What Lightning does to add a DistributedSampler: the class, called again."""
+    data = TensorDataset(torch.arange(16))
+    watched = dt.watch(DataLoader(data, batch_size=4))
+    rebuilt = type(watched)(data, batch_size=4, sampler=DistributedSampler(data, 2, 0, False))
+    assert isinstance(rebuilt, DataLoader)
+    assert sum(len(x) for (x,) in rebuilt) == 8  # this rank's half
+    assert batches_counted() == 2
+
+
+def test_pickled_and_copied_it_stays_measured(state):
+    """ddp_spawn and the spawn start method pickle the loaders they are given."""
+    watched = dt.watch(DataLoader(list(range(6)), batch_size=3))
+    for other in (pickle.loads(pickle.dumps(watched)), copy.copy(watched), copy.deepcopy(watched)):
+        assert isinstance(other, DataLoader) and type(other) is type(watched)
+        assert [b.tolist() for b in other] == [[0, 1, 2], [3, 4, 5]]
+    assert batches_counted() == 6
+    # a process that never watched a loader rebuilds the class from DataLoader itself
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import pickle, sys; from torch.utils.data import DataLoader; "
+            "loader = pickle.load(sys.stdin.buffer); import diskinfo.torch as dt; "
+            "assert isinstance(loader, DataLoader), type(loader); "
+            "print(len(list(loader)), dt.meter().snapshot().batches)",
+        ],
+        input=pickle.dumps(watched),
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, loader_state.STATE_DIR_ENV: str(state)},
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.split() == [b"2", b"2"]
+
+
+def test_an_iterable_that_is_no_dataloader_is_wrapped(state):
+    class Posing:
+        """Poses as a DataLoader through __class__, as Accelerate's prepared loaders do."""
+
+        base = DataLoader(list(range(4)), batch_size=2)
+
+        @property
+        def __class__(self):  # type: ignore[override]
+            return DataLoader
+
+        def __iter__(self):
+            return iter(self.base)
+
+    posing = Posing()
+    for loader in (range(3), posing):
+        watched = dt.watch(loader)
+        assert isinstance(watched, dt.WatchedLoader) and watched.loader is loader
+    assert len(list(dt.watch(posing))) == 2 and batches_counted() == 2
+
+
+LIGHTNING = """
+import os, sys, torch, lightning as L
+from torch.utils.data import DataLoader, TensorDataset
+import diskinfo.torch
+
+def loader():
+    data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    return diskinfo.torch.watch(DataLoader(data, batch_size=8, shuffle=True))
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer, self.seen = torch.nn.Linear(4, 1), 0
+    def training_step(self, batch, _index):
+        x, y = batch
+        self.seen += len(x)
+        return ((self.layer(x) - y) ** 2).mean()
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), 0.1)
+    def on_train_end(self):
+        os.write(1, f"RANK {self.global_rank} {os.getpid()} {self.seen}\\n".encode())
+
+class Data(L.LightningDataModule):
+    def train_dataloader(self):
+        return loader()
+
+if __name__ == "__main__":
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy=sys.argv[2], max_epochs=2,
+                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False)
+    if sys.argv[1] == "datamodule":
+        trainer.fit(Model(), datamodule=Data())
+    else:
+        trainer.fit(Model(), loader())
+"""
+
+ACCELERATE = """
+import os, sys, torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader, TensorDataset
+import diskinfo.torch
+
+accelerator = Accelerator(cpu=True)
+loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, shuffle=True)
+if sys.argv[1] == "before":
+    loader = diskinfo.torch.watch(loader)
+model = torch.nn.Linear(4, 1)
+model, loader = accelerator.prepare(model, loader)
+if sys.argv[1] == "after":
+    loader = diskinfo.torch.watch(loader)
+seen = sum(len(x) for (x,) in loader)
+os.write(1, f"RANK {accelerator.process_index} {os.getpid()} {seen}\\n".encode())
+"""
+
+
+def run_ranks(cmd: list[str], state: Path) -> dict[int, tuple[int, int]]:
+    """{rank: (its pid, samples it trained on)} from the RANK lines of a 2-process run."""
+    out = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=state,
+        env={**os.environ, loader_state.STATE_DIR_ENV: str(state / "loader")},
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
+    ranks = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("RANK "):
+            rank, pid, seen = map(int, line.split()[1:])
+            ranks[rank] = (pid, seen)
+    assert sorted(ranks) == [0, 1], out.stdout
+    return ranks
+
+
+@pytest.mark.parametrize(("how", "strategy"), [("loader", "ddp"), ("datamodule", "ddp_spawn")])
+def test_lightning_gives_each_rank_its_half_and_each_is_measured(tmp_path, how, strategy):
+    script = tmp_path / "train.py"
+    script.write_text(LIGHTNING)
+    ranks = run_ranks([sys.executable, str(script), how, strategy], tmp_path)
+    # 64 samples, 2 ranks, 2 epochs: 64 each (with a wrapper object: 128 each)
+    assert [seen for _pid, seen in ranks.values()] == [64, 64]
+    figures = loader_state.read_states(tmp_path / "loader")
+    for pid, _seen in ranks.values():
+        assert (figures[pid].samples, figures[pid].batches, figures[pid].epochs) == (64, 8, 2)
+
+
+def test_accelerate_gives_each_rank_its_half(tmp_path):
+    """Wrapped after `prepare` (as docs/monitor.md says) the loop is measured; wrapped before,
+    Accelerate builds a loader of its own, unmeasured, but each rank still gets its half."""
+    script = tmp_path / "train.py"
+    script.write_text(ACCELERATE)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    after = run_ranks([*torchrun, str(script), "after"], tmp_path)
+    assert [seen for _pid, seen in after.values()] == [32, 32]
+    figures = loader_state.read_states(tmp_path / "loader")
+    assert [figures[pid].samples for pid, _seen in after.values()] == [32, 32]
+    before = run_ranks([*torchrun, str(script), "before"], tmp_path)
+    assert [seen for _pid, seen in before.values()] == [32, 32]
