@@ -61,15 +61,16 @@ def host(busy=20.0, iowait=0.0, dataset=None, available=20000.0, shm=16384.0) ->
     )
 
 
-def loader(share, workers=0, errors=0, elapsed=5.0, pin=False) -> LoaderFigures:
-    """A training loop that waited `share` of its busy time for data."""
-    busy = elapsed * 0.99
+def loader(share, workers=0, errors=0, elapsed=5.0, pin=False, ranks=1) -> LoaderFigures:
+    """A training loop that waited `share` of its busy time for data (in each of `ranks`
+    processes, each with `workers` DataLoader workers: the sum the collector makes)."""
+    busy = elapsed * 0.99 * ranks
     return LoaderFigures(
-        batches=100,
+        batches=100 * ranks,
         wait_s=busy * share,
         step_s=busy * (1 - share),
         wait_share=share,
-        processes=1,
+        processes=ranks,
         num_workers=workers,
         pin_memory=pin,
         persistent_workers=False,

@@ -115,6 +115,32 @@ def test_too_few_workers_name_the_change_with_this_machines_cores():
     assert any(f.startswith("pin_memory=True") for f in with_gpu.fixes)
 
 
+def test_ddp_ranks_share_the_cores_the_workers_fix_counts():
+    """Each rank of a DDP run has its own DataLoader workers: 4 ranks x 2 workers are 8 on
+    16 cores (room for 4 each), 8 ranks x 2 are 16 (none). Found with Lightning, 2 ranks x 1
+    worker on 2 cores: the fix said num_workers 1 -> 2, 4 workers for 2 cores."""
+
+    def run(ranks: int):
+        workers = [
+            ProcessIO(pid=p, name="pt_data_worker", role="worker", cpu_percent=99)
+            for p in range(2, 2 + 2 * ranks)
+        ]
+        return decide(
+            rec(loader=loader(0.5, workers=2, ranks=ranks), cpu=host(busy=60), procs=workers),
+            BASE,
+        )
+
+    four = run(4)
+    assert four.verdict == INPUT_CPU and four.cause == "few-workers"
+    assert four.fixes[0] == (
+        "num_workers 2 -> 4 in each of the 4 training processes: 7.9 of 16 cores are busy loading"
+    )
+    eight = run(8)
+    assert eight.verdict == INPUT_CPU and eight.cause == "cpu-saturated"
+    assert "16 DataLoader workers" in eight.summary
+    assert not any(f.startswith("num_workers") for f in eight.fixes), eight.fixes
+
+
 def test_nvme_util_at_100_far_below_bandwidth_is_not_blamed_on_the_disk():
     # %util saturates with one request always in flight; the device could do far more
     v = decide(

@@ -46,23 +46,26 @@ def cap_words(c: CgroupIO) -> str:
 
 def workers_fix(s: Signals) -> str | None:
     """num_workers W -> N, with the cores the loaders use and the cores the container has;
-    None when the loaders already have every core (more workers would only compete)."""
+    None when the loaders already have every core (more workers would only compete). Each
+    rank of a DDP run has its own workers: N is per rank, and all ranks' share the cores."""
     cores = int(s.cpu_cores or 0)
+    ranks = s.ranks
     current = s.loader.num_workers if s.loader is not None else None
     if current is None and s.workers:
-        current = s.workers
-    if cores and current is not None and current >= cores:
+        current, ranks = s.workers, 1  # worker processes counted: every rank's together
+    if cores and current is not None and current * ranks >= cores:
         return None
     if s.cpu_busy is not None and s.cpu_busy >= t.CPU_SATURATED_PCT and current:
         return None  # every core is busy: more workers share the same cores
     suggest = max(2, 2 * (current or 0))
     if cores:
-        suggest = min(suggest, cores)
-    if current is not None and suggest <= current:
+        suggest = min(suggest, cores // ranks)
+    if suggest < 1 or (current is not None and suggest <= current):
         return None
     load = f"{s.loading_cores:.1f} of {cores or '?'} cores are busy loading"
     now = str(current) if current is not None else "?"
-    return f"num_workers {now} -> {suggest}: {load}"
+    each = f" in each of the {ranks} training processes" if ranks > 1 else ""
+    return f"num_workers {now} -> {suggest}{each}: {load}"
 
 
 def preload_fix(s: Signals) -> str | None:

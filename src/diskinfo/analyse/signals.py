@@ -139,11 +139,17 @@ class Signals:
         return not self.own_reads if self.own_reads is not None else not self.reading
 
     @property
+    def ranks(self) -> int:
+        """Training processes with a DataLoader of their own: the ranks of a DDP run, each with
+        its num_workers (1 for a single process, or when the loop publishes nothing)."""
+        return max(1, self.loader.processes) if self.loader is not None else 1
+
+    @property
     def readers(self) -> int:
-        """Processes that read samples: the DataLoader's workers, else the training process."""
+        """Processes that read samples: every rank's DataLoader workers, else the ranks."""
         if self.loader is not None and self.loader.num_workers:
-            return self.loader.num_workers
-        return max(1, self.workers)
+            return self.loader.num_workers * self.ranks
+        return max(self.ranks, self.workers)
 
     @property
     def loading_cores(self) -> float:
