@@ -169,6 +169,39 @@ os.write(1, f"RANK {accelerator.process_index} {os.getpid()} {seen}\\n".encode()
 """
 
 
+TRANSFORMERS = """
+import os, sys, torch
+import transformers
+from torch.utils.data import Dataset
+import diskinfo.torch
+
+class Data(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, index):
+        return {"x": torch.randn(4), "labels": torch.randn(1)}
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer, self.seen = torch.nn.Linear(4, 1), 0
+    def forward(self, x, labels):
+        self.seen += len(x)
+        return {"loss": ((self.layer(x) - labels) ** 2).mean()}
+
+class Trainer(transformers.Trainer):  # as docs/monitor.md says
+    def get_train_dataloader(self):
+        return diskinfo.torch.watch(super().get_train_dataloader())
+
+args = transformers.TrainingArguments(
+    output_dir=sys.argv[1], per_device_train_batch_size=8, num_train_epochs=2, use_cpu=True,
+    report_to=[], save_strategy="no", logging_strategy="no", disable_tqdm=True)
+model = Model()
+Trainer(model=model, args=args, train_dataset=Data()).train()
+os.write(1, f"RANK {int(os.environ['RANK'])} {os.getpid()} {model.seen}\\n".encode())
+"""
+
+
 def run_ranks(cmd: list[str], state: Path) -> dict[int, tuple[int, int]]:
     """{rank: (its pid, samples it trained on)} from the RANK lines of a 2-process run."""
     out = subprocess.run(
@@ -213,3 +246,14 @@ def test_accelerate_gives_each_rank_its_half(tmp_path):
     assert [figures[pid].samples for pid, _seen in after.values()] == [32, 32]
     before = run_ranks([*torchrun, str(script), "before"], tmp_path)
     assert [seen for _pid, seen in before.values()] == [32, 32]
+
+
+def test_transformers_trainer_gives_each_rank_its_half_and_each_is_measured(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRANSFORMERS)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    ranks = run_ranks([*torchrun, str(script), str(tmp_path / "out")], tmp_path)
+    assert [seen for _pid, seen in ranks.values()] == [64, 64]  # 2 epochs of 32
+    figures = loader_state.read_states(tmp_path / "loader")
+    for pid, _seen in ranks.values():
+        assert (figures[pid].samples, figures[pid].epochs) == (64, 2)
