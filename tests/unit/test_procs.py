@@ -268,3 +268,46 @@ def test_a_real_worker_reaped_at_the_epochs_end(tmp_path):
     assert worker.rchar_mb_s > 5  # counted under the worker while it lived
     assert [p.role for p in reaped.procs] == ["main"]
     assert reaped.procs[0].rchar_mb_s < 1, reaped.procs  # was the worker's reads again
+
+
+def test_a_shell_that_becomes_python_is_the_main(tmp_path):
+    """The README's `bash -c "pip install -r ... && python code/train.py"`: bash runs pip,
+    then execs python in its own PID. Seen as `bash` while pip ran, the PID must be seen as
+    python afterwards, or the outermost-Python rule (no wrapper) misses the training script
+    and its DataLoader workers are nobody's."""
+    go = tmp_path / "go"
+    script = (
+        "import os, sys, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    time.sleep(30); os._exit(0)\n"
+        "print('ready', flush=True); time.sleep(30)\n"
+    )
+    shell = subprocess.Popen(
+        [
+            "bash",
+            "-c",
+            f'while [ ! -e {go} ]; do sleep 0.05; done && exec "$0" -c "$1"',
+            sys.executable,
+            script,
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        pid_file = tmp_path / "train.pid"
+        pid_file.write_text(f"{shell.pid}\n")
+        collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+        before = IntervalRecord(ts=0, elapsed_s=1.0)
+        collector.fill(before)
+        assert {p.pid: p.name for p in before.procs}[shell.pid] == "bash"
+        go.touch()
+        assert shell.stdout.readline().strip() == b"ready"
+        time.sleep(0.2)
+        after = IntervalRecord(ts=0, elapsed_s=1.0)
+        collector.fill(after)
+        roles = {p.pid: (p.role, p.name) for p in after.procs}
+        assert roles[shell.pid][0] == "main" and "python" in roles[shell.pid][1], roles
+        assert sorted(role for role, _name in roles.values()) == ["main", "worker"], roles
+    finally:
+        shell.kill()
+        shell.wait()

@@ -207,8 +207,8 @@ def publishers(directory: Path) -> set[int]:
 
 class TreeReader:
     """Reads the tree cheaply: finding descendants scans every PID on the machine, so the
-    member list is refreshed only every `TREE_RESCAN_S` (or when a member is gone); names,
-    start times and command lines are read once per process."""
+    member list is refreshed only every `TREE_RESCAN_S` (or when a member is gone or exec'd
+    another program); command lines are read once per process and program."""
 
     def __init__(self) -> None:
         self._root: int | None = None
@@ -227,14 +227,18 @@ class TreeReader:
     def read(self, root: int) -> list[ProcSnapshot]:
         if root != self._root or time.monotonic() - self._scanned >= TREE_RESCAN_S:
             self._rescan(root)
-        out = self._read_members()
-        if len(out) < len(self._members):  # a member is gone: its successors may be new
+        out, exec_seen = self._read_members()
+        # a member gone: its successors may be new; one that became another program (the
+        # shell of `bash -c "pip install ... && python train.py"` execs python): its children
+        if len(out) < len(self._members) or exec_seen:
             self._rescan(root)
-            out = self._read_members()
+            out, _ = self._read_members()
         return out
 
-    def _read_members(self) -> list[ProcSnapshot]:
+    def _read_members(self) -> tuple[list[ProcSnapshot], bool]:
+        """The members' snapshots, and whether one of them exec'd since the last read."""
         out = []
+        exec_seen = False
         for proc in self._members:
             try:
                 with proc.oneshot():
@@ -245,9 +249,11 @@ class TreeReader:
                         read_bytes = rchar = 0
                     cpu = proc.cpu_times()
                     born = proc.create_time()
+                    name = proc.name()  # from the stat file cpu_times read (oneshot)
                     static = self._static.get((proc.pid, born))
-                    if static is None:
-                        static = (proc.name(), " ".join(proc.cmdline())[:200])
+                    if static is None or static[0] != name:  # new, or exec'd another program
+                        exec_seen = exec_seen or static is not None
+                        static = (name, " ".join(proc.cmdline())[:200])
                         self._static[(proc.pid, born)] = static
                     out.append(
                         ProcSnapshot(
@@ -267,7 +273,7 @@ class TreeReader:
         if len(self._static) > 4 * MAX_PROCESSES:
             live = {(p.pid, p.create_time) for p in out}
             self._static = {k: v for k, v in self._static.items() if k in live}
-        return out
+        return out, exec_seen
 
 
 class ProcsCollector(BaseCollector):
