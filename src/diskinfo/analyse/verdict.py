@@ -314,7 +314,8 @@ def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[str, str, str]:
             UNKNOWN,
             "not-wrapped",
             f"the training process runs but publishes no loop figures{ran}, and there is no GPU "
-            "to judge by: wrap its DataLoader with diskinfo.torch.watch",
+            "to judge by: wrap its DataLoader with diskinfo.torch.watch (the one the loop "
+            "iterates: with Accelerate, the one prepare returns)",
         )
     quiet_cpu = s.cpu_busy is None or s.cpu_busy < t.CPU_QUIET_PCT
     if s.disk_quiet and quiet_cpu:
