@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -250,7 +251,7 @@ class WatchedLoader(Generic[T]):
         self.loader = loader
 
     def __iter__(self) -> Iterator[T]:
-        return _measured(self.loader, self.loader.__iter__)
+        return _measured(self.loader, partial(iter, self.loader))  # iter(): sequences too
 
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]

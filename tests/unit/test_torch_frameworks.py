@@ -113,6 +113,14 @@ def test_an_iterable_that_is_no_dataloader_is_wrapped(state):
         assert isinstance(watched, dt.WatchedLoader) and watched.loader is loader
     assert len(list(dt.watch(posing))) == 2 and batches_counted() == 2
 
+    class Sequence:  # no __iter__: iter() walks __getitem__ up to IndexError
+        def __getitem__(self, index):
+            if index >= 3:
+                raise IndexError(index)
+            return index
+
+    assert list(dt.watch(Sequence())) == [0, 1, 2] and batches_counted() == 5
+
 
 LIGHTNING = """
 import os, sys, torch, lightning as L
