@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -221,11 +222,9 @@ def run_ranks(cmd: list[str], state: Path) -> dict[int, tuple[int, int]]:
         env={**os.environ, loader_state.STATE_DIR_ENV: str(state / "loader")},
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
-    ranks = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("RANK "):
-            rank, pid, seen = map(int, line.split()[1:])
-            ranks[rank] = (pid, seen)
+    ranks = {}  # found anywhere: another rank's unterminated print may precede one
+    for rank, pid, seen in re.findall(r"RANK (\d+) (\d+) (\d+)\n", out.stdout):
+        ranks[int(rank)] = (int(pid), int(seen))
     assert sorted(ranks) == [0, 1], out.stdout
     return ranks
 
