@@ -24,20 +24,11 @@ import diskinfo.torch as dt
 from diskinfo import loader_state
 
 
-@pytest.fixture
-def state(monkeypatch, tmp_path):
-    monkeypatch.setenv(loader_state.STATE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(dt, "_meter", None)
-    yield tmp_path
-    if dt._meter is not None:
-        dt._meter.close()
-
-
 def batches_counted() -> int:
     return dt.meter().snapshot().batches
 
 
-def test_a_dataloader_comes_back_as_itself_and_is_measured(state):
+def test_a_dataloader_comes_back_as_itself_and_is_measured(loader_dir):
     loader = DataLoader(list(range(10)), batch_size=2)
     watched = dt.watch(loader)
     assert watched is loader and isinstance(watched, DataLoader)
@@ -49,7 +40,7 @@ def test_a_dataloader_comes_back_as_itself_and_is_measured(state):
     assert batches_counted() == 10
 
 
-def test_its_own_subclass_stays(state):
+def test_its_own_subclass_stays(loader_dir):
     class Mine(DataLoader):
         def note(self) -> str:
             return "mine"
@@ -59,7 +50,7 @@ def test_its_own_subclass_stays(state):
     assert len(list(watched)) == 2 and batches_counted() == 2
 
 
-def test_rebuilt_from_its_class_with_a_sampler_it_stays_measured(state):
+def test_rebuilt_from_its_class_with_a_sampler_it_stays_measured(loader_dir):
     """What Lightning does to add a DistributedSampler: the class, called again."""
     data = TensorDataset(torch.arange(16))
     watched = dt.watch(DataLoader(data, batch_size=4))
@@ -69,7 +60,7 @@ def test_rebuilt_from_its_class_with_a_sampler_it_stays_measured(state):
     assert batches_counted() == 2
 
 
-def test_pickled_and_copied_it_stays_measured(state):
+def test_pickled_and_copied_it_stays_measured(loader_dir):
     """ddp_spawn and the spawn start method pickle the loaders they are given."""
     watched = dt.watch(DataLoader(list(range(6)), batch_size=3))
     for other in (pickle.loads(pickle.dumps(watched)), copy.copy(watched), copy.deepcopy(watched)):
@@ -89,13 +80,13 @@ def test_pickled_and_copied_it_stays_measured(state):
         input=pickle.dumps(watched),
         capture_output=True,
         timeout=120,
-        env={**os.environ, loader_state.STATE_DIR_ENV: str(state)},
+        env={**os.environ, loader_state.STATE_DIR_ENV: str(loader_dir)},
     )
     assert out.returncode == 0, out.stderr.decode()
     assert out.stdout.split() == [b"2", b"2"]
 
 
-def test_an_iterable_that_is_no_dataloader_is_wrapped(state):
+def test_an_iterable_that_is_no_dataloader_is_wrapped(loader_dir):
     class Posing:
         """Poses as a DataLoader through __class__, as Accelerate's prepared loaders do."""
 
@@ -211,15 +202,15 @@ os.write(1, f"RANK {int(os.environ['RANK'])} {os.getpid()} {model.seen}\\n".enco
 """
 
 
-def run_ranks(cmd: list[str], state: Path) -> dict[int, tuple[int, int]]:
+def run_ranks(cmd: list[str], loader_dir: Path) -> dict[int, tuple[int, int]]:
     """{rank: (its pid, samples it trained on)} from the RANK lines of a 2-process run."""
     out = subprocess.run(
         cmd,
         capture_output=True,
         text=True,
         timeout=240,
-        cwd=state,
-        env={**os.environ, loader_state.STATE_DIR_ENV: str(state / "loader")},
+        cwd=loader_dir,
+        env={**os.environ, loader_state.STATE_DIR_ENV: str(loader_dir / "loader")},
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     ranks = {}  # found anywhere: another rank's unterminated print may precede one

@@ -13,22 +13,13 @@ import diskinfo.torch as dt
 from diskinfo import loader_state
 
 
-@pytest.fixture
-def state(monkeypatch, tmp_path):
-    monkeypatch.setenv(loader_state.STATE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(dt, "_meter", None)
-    yield tmp_path
-    if dt._meter is not None:
-        dt._meter.close()
-
-
 def slow_iterable(n: int, fetch_s: float):
     for i in range(n):
         time.sleep(fetch_s)
         yield i
 
 
-def test_wait_and_step_are_told_apart(state):
+def test_wait_and_step_are_told_apart(loader_dir):
     batches = []
     for batch in dt.watch(slow_iterable(10, 0.03)):
         time.sleep(0.01)  # the "step"
@@ -40,7 +31,7 @@ def test_wait_and_step_are_told_apart(state):
     assert 0.65 < share < 0.85, share  # 0.03 / 0.04 = 0.75
 
 
-def test_each_epoch_and_the_wait_for_its_first_batch_are_counted(state):
+def test_each_epoch_and_the_wait_for_its_first_batch_are_counted(loader_dir):
     """A DataLoader without persistent_workers starts its workers at every epoch: the wait
     for each epoch's first batch is counted apart (start_wait_s), inside wait_s."""
     import torch.utils.data
@@ -57,17 +48,17 @@ def test_each_epoch_and_the_wait_for_its_first_batch_are_counted(state):
     assert (decoded.epochs, decoded.start_wait_s) == (3, snap.start_wait_s)
 
 
-def test_figures_reach_the_state_dir(state):
+def test_figures_reach_the_state_dir(loader_dir):
     for _ in dt.watch(range(5)):
         time.sleep(0.01)
     dt.meter().close()
-    states = loader_state.read_states(state)
+    states = loader_state.read_states(loader_dir)
     assert list(states) == [os.getpid()]
     assert states[os.getpid()].batches == 5
     assert states[os.getpid()].step_s >= 0.04
 
 
-def test_a_long_wait_in_progress_is_published_before_it_ends(state):
+def test_a_long_wait_in_progress_is_published_before_it_ends(loader_dir):
     def stuck():
         yield 0
         time.sleep(1.5)
@@ -83,14 +74,14 @@ def test_a_long_wait_in_progress_is_published_before_it_ends(state):
     th = threading.Thread(target=lambda: result.setdefault("b", next(it)))
     th.start()
     time.sleep(1.0)
-    during = loader_state.read_states(state)[os.getpid()]
+    during = loader_state.read_states(loader_dir)[os.getpid()]
     th.join()
     assert during.updated >= t0 and during.batches == 1
     assert during.wait_s >= 0.3  # the open wait phase is already counted
     assert m.snapshot().wait_s >= 1.4
 
 
-def test_len_and_attributes_pass_through(state):
+def test_len_and_attributes_pass_through(loader_dir):
     class Loader(list):
         dataset = "the dataset"
 
@@ -98,7 +89,7 @@ def test_len_and_attributes_pass_through(state):
     assert len(wrapped) == 3 and wrapped.dataset == "the dataset"
 
 
-def test_break_closes_the_step_phase(state):
+def test_break_closes_the_step_phase(loader_dir):
     for i in dt.watch(range(100)):
         if i == 3:
             break
@@ -108,7 +99,7 @@ def test_break_closes_the_step_phase(state):
     assert after.step_s == pytest.approx(before.step_s)  # time after the loop is not a step
 
 
-def test_worker_death_message_is_counted_and_reraised(state):
+def test_worker_death_message_is_counted_and_reraised(loader_dir):
     def dying():
         yield 1
         raise RuntimeError("DataLoader worker (pid 1234) is killed by signal: Bus error. ")
@@ -117,10 +108,10 @@ def test_worker_death_message_is_counted_and_reraised(state):
         for _ in dt.watch(dying()):
             pass
     assert dt.meter().snapshot().worker_errors == 1
-    assert loader_state.read_states(state)[os.getpid()].worker_errors == 1
+    assert loader_state.read_states(loader_dir)[os.getpid()].worker_errors == 1
 
 
-def test_dataset_bug_is_not_a_worker_death(state):
+def test_dataset_bug_is_not_a_worker_death(loader_dir):
     def buggy():
         raise KeyError("missing sample")
         yield
@@ -160,7 +151,7 @@ print("published:", loader_state.read_states(loader_state.state_dir())[os.getpid
 """
 
 
-def test_real_dataloader_settings_and_a_real_bus_error(state):
+def test_real_dataloader_settings_and_a_real_bus_error(loader_dir):
     pytest.importorskip("torch")
     # in a child process: torch re-raises worker deaths from its SIGCHLD handler at any time
     out = subprocess.run(
@@ -168,7 +159,7 @@ def test_real_dataloader_settings_and_a_real_bus_error(state):
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, loader_state.STATE_DIR_ENV: str(state)},
+        env={**os.environ, loader_state.STATE_DIR_ENV: str(loader_dir)},
     )
     assert out.returncode == 0, out.stderr
     assert "raised:" in out.stdout
