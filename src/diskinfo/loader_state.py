@@ -45,6 +45,12 @@ class LoaderCounters:
     start_wait_s: float = 0.0
 
 
+def iterated(c: LoaderCounters) -> bool:
+    """Whether the process has iterated a watched loader: `watch` publishes zeros at once,
+    the loop's first `next()` starts the wait."""
+    return bool(c.batches or c.epochs or c.wait_s > 0 or c.step_s > 0 or c.worker_errors)
+
+
 def state_dir() -> Path:
     """`$DISKINFO_STATE_DIR` (the image sets /run/diskinfo), else a per-user runtime dir."""
     env = os.environ.get(STATE_DIR_ENV)

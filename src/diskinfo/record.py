@@ -233,6 +233,10 @@ class IntervalRecord:
     verdict: Verdict | None = None
     warnings: list[str] = field(default_factory=list)
     cgroup_io: list[CgroupIO] = field(default_factory=list)  # own cgroup, per watched device
+    # training processes that wrapped a loader with diskinfo.torch.watch but iterated none,
+    # counted when no process iterates one (`loader` is then None): the loop runs another
+    # loader, e.g. the one Accelerate's `prepare` built from the wrapped one
+    wrapped_not_iterated: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -307,7 +307,12 @@ def watch(loader: L) -> L:
     rebuilds it from its class to add a DistributedSampler (Lightning) keeps it measured.
     Anything else comes back wrapped in a `WatchedLoader`, which iterates like it and hands
     on every attribute (typed as the loader it wraps, for that reason).
+
+    The process publishes from here on, zeros until a loop iterates: a loader wrapped but
+    never iterated (wrapped before a framework builds its own from it) is then told apart
+    from one never wrapped, and the monitor says which loader to wrap instead.
     """
+    meter().start()
     if "_diskinfo_base" in type(loader).__dict__:
         return loader  # watched already
     if _is_dataloader(loader):

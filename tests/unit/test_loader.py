@@ -185,3 +185,20 @@ def test_state_reader_sees_every_publish_and_skips_an_unchanged_directory(tmp_pa
     loader_state.write_state(tmp_path, LoaderCounters(pid=11, batches=6))
     reader(tmp_path)
     assert listed  # changed: listed
+
+
+def test_a_loader_wrapped_but_never_iterated_is_counted_not_given_figures(tmp_path):
+    """`watch` publishes zeros at once; while no process has iterated a loader, the record
+    has no loop figures and counts the processes that wrapped one."""
+    collector = LoaderCollector(tmp_path, alive=lambda pid: True)
+    collector.start()
+    loader_state.write_state(tmp_path, LoaderCounters(pid=11))
+    loader_state.write_state(tmp_path, LoaderCounters(pid=12))
+    record = IntervalRecord(ts=0, elapsed_s=1.0)
+    collector.fill(record)
+    assert record.loader is None and record.wrapped_not_iterated == 2
+    loader_state.write_state(tmp_path, c(12, 0, 0.4, 0.0))  # rank 12's loop began: it waits
+    record = IntervalRecord(ts=0, elapsed_s=1.0)
+    collector.fill(record)
+    assert record.wrapped_not_iterated == 0 and record.loader is not None
+    assert record.loader.processes == 1 and record.loader.wait_s == pytest.approx(0.4)

@@ -22,6 +22,9 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import diskinfo.torch as dt
 from diskinfo import loader_state
+from diskinfo.analyse.verdict import decide
+from diskinfo.collectors.loader import LoaderCollector
+from diskinfo.record import IntervalRecord, ProcessIO
 
 
 def batches_counted() -> int:
@@ -166,6 +169,7 @@ if sys.argv[1] == "after":
     loader = diskinfo.torch.watch(loader)
 seen = sum(len(x) for (x,) in loader)
 os.write(1, f"RANK {accelerator.process_index} {os.getpid()} {seen}\\n".encode())
+accelerator.end_training()  # destroys the process group before interpreter exit
 """
 
 
@@ -199,6 +203,8 @@ args = transformers.TrainingArguments(
 model = Model()
 Trainer(model=model, args=args, train_dataset=Data()).train()
 os.write(1, f"RANK {int(os.environ['RANK'])} {os.getpid()} {model.seen}\\n".encode())
+# left to interpreter exit, gloo's threads may abort the process (pytorch/pytorch#179291)
+torch.distributed.destroy_process_group()
 """
 
 
@@ -234,7 +240,8 @@ def test_lightning_gives_each_rank_its_half_and_each_is_measured(tmp_path, how, 
 
 def test_accelerate_gives_each_rank_its_half(tmp_path):
     """Wrapped after `prepare` (as docs/monitor.md says) the loop is measured; wrapped before,
-    Accelerate builds a loader of its own, unmeasured, but each rank still gets its half."""
+    Accelerate builds a loader of its own, unmeasured, but each rank still gets its half, and
+    the monitor can say that the wrapped loader is not the one iterated."""
     script = tmp_path / "train.py"
     script.write_text(ACCELERATE)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
@@ -244,6 +251,22 @@ def test_accelerate_gives_each_rank_its_half(tmp_path):
     assert [figures[pid].samples for pid, _seen in after.values()] == [32, 32]
     before = run_ranks([*torchrun, str(script), "before"], tmp_path)
     assert [seen for _pid, seen in before.values()] == [32, 32]
+    # each rank published that it wrapped a loader and iterated none: what the monitor
+    # reads while they run (alive), and names instead of "wrap its DataLoader"
+    states = loader_state.read_states(tmp_path / "loader")
+    wrapped = {pid: states[pid] for pid, _seen in before.values()}
+    assert not any(map(loader_state.iterated, wrapped.values()))
+    (tmp_path / "ranks").mkdir()
+    for state in wrapped.values():
+        loader_state.write_state(tmp_path / "ranks", state)
+    collector = LoaderCollector(tmp_path / "ranks", alive=lambda pid: True)
+    record = IntervalRecord(ts=0, elapsed_s=1.0, procs=[ProcessIO(pid=1, name="python")])
+    collector.fill(record)
+    assert record.loader is None and record.wrapped_not_iterated == 2
+    verdict = decide(record, {}, training_s=90.0)
+    assert verdict.cause == "not-wrapped" and "2 training processes wrapped a loader" in (
+        verdict.summary
+    )
 
 
 def test_transformers_trainer_gives_each_rank_its_half_and_each_is_measured(tmp_path):

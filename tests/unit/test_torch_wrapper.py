@@ -58,6 +58,21 @@ def test_figures_reach_the_state_dir(loader_dir):
     assert states[os.getpid()].step_s >= 0.04
 
 
+def test_a_wrapped_loader_is_published_before_it_is_iterated(loader_dir):
+    """Zeros from the moment of `watch`: the monitor can tell a loader wrapped but never
+    iterated (a framework iterates one built from it) from one never wrapped."""
+    loader = dt.watch(range(3))
+    deadline = time.monotonic() + 5
+    while os.getpid() not in loader_state.read_states(loader_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    state = loader_state.read_states(loader_dir)[os.getpid()]
+    assert state.batches == 0 and not loader_state.iterated(state)
+    assert list(loader) == [0, 1, 2]
+    dt.meter().close()
+    state = loader_state.read_states(loader_dir)[os.getpid()]
+    assert state.batches == 3 and loader_state.iterated(state)
+
+
 def test_a_long_wait_in_progress_is_published_before_it_ends(loader_dir):
     def stuck():
         yield 0

@@ -21,6 +21,7 @@ from diskinfo.record import (
     INPUT_SMALL_FILES,
     UNKNOWN,
     DeviceFigures,
+    GpuFigures,
     HostFigures,
     IntervalRecord,
     LoaderFigures,
@@ -128,6 +129,35 @@ def test_the_wrap_hint_waits_for_a_training_command_that_runs_a_while():
     assert quiet.interval_verdict == IDLE and "wrap" not in quiet.summary
 
 
+def test_a_loader_wrapped_but_never_iterated_is_named_not_taken_for_unwrapped():
+    """Accelerate builds its own loader from one wrapped before `prepare`: the process
+    published (zeros) but iterated nothing. Told so, not "wrap its DataLoader"."""
+    diag = Diagnoser({}, hold=1)
+    proc = [ProcessIO(pid=7, name="python", role="main", cpu_percent=100)]
+    seen = [diag(_rec(procs=proc, wrapped_not_iterated=2)) for _ in range(14)]  # 5 s each
+    assert [v.cause for v in seen].count("starting") == 11  # the same wait as without
+    hint = seen[-1]
+    assert hint.verdict == UNKNOWN and hint.cause == "not-wrapped"
+    assert hint.summary.startswith(
+        "2 training processes wrapped a loader with diskinfo.torch.watch but never iterated it "
+        "after 70 s: the loop iterates another one; wrap that one (with Accelerate, the one "
+        "prepare returns"
+    )
+    assert all(v.notes == [] for v in seen)  # said by the verdict, not again as a note
+    # with a GPU the GPU decides the verdict; the wrapped loader is a note, once
+    gpu = [GpuFigures(index=0, util_mean=97, util_min=90, util_max=100, samples=50)]
+    diag = Diagnoser({}, hold=1)
+    seen = [diag(_rec(procs=proc, gpus=gpu, wrapped_not_iterated=1)) for _ in range(14)]
+    assert seen[-1].verdict == COMPUTE_BOUND
+    notes = [n for v in seen for n in v.notes]
+    assert notes == [
+        "the training process wrapped a loader with diskinfo.torch.watch but never iterated it "
+        "after 60 s: the loop iterates another one; wrap that one (with Accelerate, the one "
+        "prepare returns; a loader wrapped before prepare is replaced)"
+    ]
+    assert [n for v in seen[:11] for n in v.notes] == []  # not before 60 s of training
+
+
 @pytest.mark.parametrize(
     ("value", "threshold", "text"),
     [(19.76, 20, "19.8"), (19.996, 20, "19.996"), (19.9996, 20, "19.999"), (20.0, 20, "20"),
@@ -223,6 +253,29 @@ def test_log_says_the_verdict_on_change_and_a_summary_and_console_keeps_only_tho
     assert f"| a report with a timeline: diskinfo report {tmp_path}/diskinfo.jsonl" in run
     assert "| first fix to try: num_workers 2 -> 4: " in run
     assert log[-1].split(" ", 1)[1] == run.removesuffix(f" (details: {tmp_path}/diskinfo.log)")
+
+
+def test_the_console_says_when_the_cause_changes_so_the_wrap_hint_reaches_docker_logs(tmp_path):
+    """`unknown (starting)` becomes `unknown (not-wrapped)` after 60 s: the same verdict name,
+    but the words that say what to do are new. Told only on a verdict-name change, the hint
+    never reached `docker logs` before the 5-minute summary."""
+    echo = io.StringIO()
+    sink = TextLogSink(str(tmp_path), echo=echo, console="verdicts")
+    diag = Diagnoser({}, hold=1)
+    proc = [ProcessIO(pid=7, name="python", role="main", cpu_percent=100)]
+    for i in range(14):  # 5 s each
+        r = _rec(procs=proc, wrapped_not_iterated=1)
+        r.ts += 5 * i
+        r.verdict = diag(r)
+        sink.write(r)
+    told = [line.split(" ", 1)[1] for line in echo.getvalue().splitlines()]
+    assert [line.split(":")[0] for line in told] == ["[Verdict] unknown", "[Verdict] unknown"]
+    assert "the training command started 5 s ago" in told[0]
+    assert told[1].startswith(
+        "[Verdict] unknown: the training process wrapped a loader with diskinfo.torch.watch "
+        "but never iterated it after 60 s: the loop iterates another one"
+    )
+    assert "(cause was starting)" in told[1]
 
 
 def test_no_run_line_without_a_sample(tmp_path):

@@ -5,7 +5,8 @@
   default 2) and at least as often as the held one over the last 2 x `hold` intervals. The
   first verdict is taken at once. One odd interval never flips it; a real change shows
   within `hold` intervals.
-- How long the training command has run without loop figures (the "wrap it" hint waits).
+- How long the training command has run without loop figures (the "wrap it" hint waits;
+  with a GPU, a loader wrapped but never iterated is a once-only note).
 - Whether the loop has yet run for most of an interval: the interval it starts in is mostly
   the command's start-up (importing torch reads hundreds of library files from the disk the
   data may share), so it is `unknown (starting)`, never judged on reads that were not data.
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.signals import busiest_device, watched
-from diskinfo.analyse.verdict import decide
+from diskinfo.analyse.verdict import decide, wrapped_elsewhere
 from diskinfo.record import INPUT_CPU, UNKNOWN, IntervalRecord, Verdict
 
 
@@ -115,6 +116,14 @@ class Diagnoser:
                 f"no measured bandwidth for {disk.device}: run `diskinfo bench {where}`",
                 verdict.notes,
             )
+        if (  # the verdict without a GPU says it; with one, the GPU decides: a note
+            record.wrapped_not_iterated
+            and self._training_s >= t.WRAP_HINT_AFTER_S
+            and own.cause != "not-wrapped"
+        ):
+            ran = f" after {self._training_s:.0f} s"
+            hint = wrapped_elsewhere(record.wrapped_not_iterated, ran)
+            self._note_once("wrapped-not-iterated", hint, verdict.notes)
         self._warnings(record, baselines, verdict)
         return verdict
 

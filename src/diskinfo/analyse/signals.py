@@ -132,6 +132,7 @@ class Signals:
     own_reads: bool | None = None  # this container reads a watched device (None: no cgroup I/O)
     workers: int = 0  # DataLoader worker processes seen
     training_s: float | None = None  # how long a training command has run (Diagnoser)
+    wrapped_not_iterated: int = 0  # processes that wrapped a loader the loop does not iterate
 
     @property
     def disk_quiet(self) -> bool:
@@ -222,4 +223,5 @@ def signals(
         else None,
         workers=sum(1 for p in record.procs if p.role == "worker"),
         training_s=training_s,
+        wrapped_not_iterated=record.wrapped_not_iterated,
     )

@@ -310,6 +310,8 @@ def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[str, str, str]:
                 "figures yet",
             )
         ran = f" after {s.training_s:.0f} s" if s.training_s is not None else ""
+        if s.wrapped_not_iterated:
+            return UNKNOWN, "not-wrapped", wrapped_elsewhere(s.wrapped_not_iterated, ran)
         return (
             UNKNOWN,
             "not-wrapped",
@@ -326,6 +328,16 @@ def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[str, str, str]:
         "no-figures",
         f"no training command, no loop figures and no GPU, yet {what} disk or CPU works: "
         "nothing to judge by",
+    )
+
+
+def wrapped_elsewhere(processes: int, ran: str) -> str:
+    """The hint for a loader that was wrapped but is not the one the loop iterates."""
+    who = "the training process" if processes == 1 else f"{processes} training processes"
+    return (
+        f"{who} wrapped a loader with diskinfo.torch.watch but never iterated it{ran}: the loop "
+        "iterates another one; wrap that one (with Accelerate, the one prepare returns; a "
+        "loader wrapped before prepare is replaced)"
     )
 
 

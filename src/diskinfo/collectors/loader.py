@@ -7,7 +7,7 @@ from pathlib import Path
 
 from diskinfo import loader_state
 from diskinfo.collectors import BaseCollector
-from diskinfo.loader_state import LoaderCounters, pid_alive
+from diskinfo.loader_state import LoaderCounters, iterated, pid_alive
 from diskinfo.record import IntervalRecord, LoaderFigures
 
 
@@ -88,5 +88,8 @@ class LoaderCollector(BaseCollector):
     def fill(self, record: IntervalRecord) -> None:
         everything = self._read(self.directory)
         current = live_states(everything, self._previous, self._alive)
-        record.loader = interval_figures(self._previous, current, record.elapsed_s)
+        if current and not any(map(iterated, current.values())):
+            record.wrapped_not_iterated = len(current)  # no loop figures: said by the verdict
+        else:
+            record.loader = interval_figures(self._previous, current, record.elapsed_s)
         self._previous = everything

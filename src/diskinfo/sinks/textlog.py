@@ -4,8 +4,9 @@
 r/s=4098.4 w/s=0.0 r_await=0.41ms w_await=0.00ms aqu-sz=1.68 rareq-sz=128.0kB util=97.3%
 2026-12-02T13:40:05Z [Verdict] input-bound: disk: ... | try: ...
 
-The verdict is not repeated every interval: `[Verdict]` when the held verdict changes,
-`[Summary]` every DISKINFO_SUMMARY_INTERVAL seconds (default 300), `[Note]` once. With
+The verdict is not repeated every interval: `[Verdict]` when the held verdict or its cause
+changes (the cause words the summary and the fix), `[Summary]` every
+DISKINFO_SUMMARY_INTERVAL seconds (default 300), `[Note]` once. With
 console="verdicts" only those lines (and warnings once each) go to the echo stream, each
 saying where the details are: what `docker logs` shows of the image's monitor.
 """
@@ -123,6 +124,7 @@ class VerdictLog:
     def __init__(self, summary_s: float | None = None) -> None:
         self.summary_s = summary_interval_s() if summary_s is None else summary_s
         self.held: str | None = None
+        self.held_cause = ""  # the cause words the summary and the first fix: said on change
         self.since_summary = 0.0
         self.decided: collections.Counter[str] = collections.Counter()
         self.wait_s = 0.0  # data-wait share x seconds, summed since the last line
@@ -142,11 +144,16 @@ class VerdictLog:
         if v.input_share is not None:
             self.wait_s += v.input_share * elapsed
             self.judged_s += elapsed
-        if v.verdict != self.held:
+        if v.verdict != self.held or v.cause != self.held_cause:
             fix = f" | try: {v.fixes[0]}" if v.fixes else ""
-            was = f" (was {self.held})" if self.held is not None else ""
+            if self.held is None:
+                was = ""
+            elif v.verdict != self.held:
+                was = f" (was {self.held})"
+            else:  # e.g. unknown: from `starting` to `not-wrapped`, which says what to do
+                was = f" (cause was {self.held_cause or 'none'})"
             out.append(f"[Verdict] {v.verdict}: {v.summary}{was}{fix}")
-            self.held = v.verdict
+            self.held, self.held_cause = v.verdict, v.cause
             self._reset()
         elif self.since_summary >= self.summary_s:
             out.append(self._summary(v.verdict, v.held_s, v.summary))
