@@ -368,8 +368,12 @@ def test_training_process_running_without_loop_figures_is_named():
     )
     v = decide(r, BASE)  # how long it ran unknown: as if for a while
     assert v.verdict == UNKNOWN and v.cause == "not-wrapped"
-    assert "publishes no loop figures" in v.summary and "diskinfo.torch.watch" in v.summary
-    assert "with Accelerate, the one prepare returns" in v.summary  # wrapped too early
+    assert "publishes no loop figures" in v.summary
+    # what to do is the fix, so `[Run]` and `diskinfo report` name it as the one to try
+    assert v.fixes == [
+        "wrap the DataLoader the loop iterates with diskinfo.torch.watch (with Accelerate, the "
+        "one prepare returns); the monitor then measures its data-wait"
+    ]
     young = decide(r, BASE, training_s=20.0)  # a wrapped loader may still be starting
     assert young.verdict == UNKNOWN and young.cause == "starting"
     assert "diskinfo.torch.watch" not in young.summary

@@ -138,11 +138,14 @@ def test_a_loader_wrapped_but_never_iterated_is_named_not_taken_for_unwrapped():
     assert [v.cause for v in seen].count("starting") == 11  # the same wait as without
     hint = seen[-1]
     assert hint.verdict == UNKNOWN and hint.cause == "not-wrapped"
-    assert hint.summary.startswith(
+    assert hint.summary == (
         "2 training processes wrapped a loader with diskinfo.torch.watch but never iterated it "
-        "after 70 s: the loop iterates another one; wrap that one (with Accelerate, the one "
-        "prepare returns"
+        "after 70 s: the loop iterates another one"
     )
+    assert hint.fixes == [
+        "wrap the loader the loop iterates instead (with Accelerate, the one prepare returns: a "
+        "loader wrapped before prepare is replaced)"
+    ]
     assert all(v.notes == [] for v in seen)  # said by the verdict, not again as a note
     # with a GPU the GPU decides the verdict; the wrapped loader is a note, once
     gpu = [GpuFigures(index=0, util_mean=97, util_min=90, util_max=100, samples=50)]
@@ -152,8 +155,8 @@ def test_a_loader_wrapped_but_never_iterated_is_named_not_taken_for_unwrapped():
     notes = [n for v in seen for n in v.notes]
     assert notes == [
         "the training process wrapped a loader with diskinfo.torch.watch but never iterated it "
-        "after 60 s: the loop iterates another one; wrap that one (with Accelerate, the one "
-        "prepare returns; a loader wrapped before prepare is replaced)"
+        "after 60 s: the loop iterates another one: wrap the loader the loop iterates instead "
+        "(with Accelerate, the one prepare returns: a loader wrapped before prepare is replaced)"
     ]
     assert [n for v in seen[:11] for n in v.notes] == []  # not before 60 s of training
 
@@ -275,7 +278,13 @@ def test_the_console_says_when_the_cause_changes_so_the_wrap_hint_reaches_docker
         "[Verdict] unknown: the training process wrapped a loader with diskinfo.torch.watch "
         "but never iterated it after 60 s: the loop iterates another one"
     )
-    assert "(cause was starting)" in told[1]
+    assert "(cause was starting) | try: wrap the loader the loop iterates instead" in told[1]
+    # the run's closing line names the same action as the one to try first
+    sink.close()
+    run = echo.getvalue().splitlines()[-1].split(" ", 1)[1]
+    assert run.startswith(
+        "[Run] 70 s watched: unknown 100% | first fix to try: wrap the loader the loop iterates"
+    )
 
 
 def test_no_run_line_without_a_sample(tmp_path):

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
+from diskinfo.analyse.fixes import wrap_fix
 from diskinfo.analyse.signals import busiest_device, watched
 from diskinfo.analyse.verdict import decide, wrapped_elsewhere
 from diskinfo.record import INPUT_CPU, UNKNOWN, IntervalRecord, Verdict
@@ -121,9 +122,9 @@ class Diagnoser:
             and self._training_s >= t.WRAP_HINT_AFTER_S
             and own.cause != "not-wrapped"
         ):
-            ran = f" after {self._training_s:.0f} s"
-            hint = wrapped_elsewhere(record.wrapped_not_iterated, ran)
-            self._note_once("wrapped-not-iterated", hint, verdict.notes)
+            n = record.wrapped_not_iterated
+            seen = wrapped_elsewhere(n, f" after {self._training_s:.0f} s")
+            self._note_once("wrapped-not-iterated", f"{seen}: {wrap_fix(n)}", verdict.notes)
         self._warnings(record, baselines, verdict)
         return verdict
 

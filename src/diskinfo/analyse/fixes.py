@@ -109,6 +109,19 @@ def restart_fix(s: Signals) -> str | None:
     )
 
 
+def wrap_fix(wrapped_not_iterated: int) -> str:
+    """What gets the loop measured: without its figures (and no GPU) nothing can be judged."""
+    if wrapped_not_iterated:
+        return (
+            "wrap the loader the loop iterates instead (with Accelerate, the one prepare "
+            "returns: a loader wrapped before prepare is replaced)"
+        )
+    return (
+        "wrap the DataLoader the loop iterates with diskinfo.torch.watch (with Accelerate, the "
+        "one prepare returns); the monitor then measures its data-wait"
+    )
+
+
 def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
     loader = s.loader
     workers = workers_fix(s)
@@ -163,6 +176,8 @@ def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
             else "the input pipeline keeps up: the step runs on the CPU (no GPU in use), so a "
             "GPU, torch.compile or a smaller model speeds it up"
         ]
+    elif cause == "not-wrapped":
+        fixes = [wrap_fix(s.wrapped_not_iterated)]
     else:
         fixes = []
     if restart is not None and verdict.startswith("input-bound"):

@@ -310,14 +310,13 @@ def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[str, str, str]:
                 "figures yet",
             )
         ran = f" after {s.training_s:.0f} s" if s.training_s is not None else ""
-        if s.wrapped_not_iterated:
+        if s.wrapped_not_iterated:  # the fix says which loader to wrap (fixes.wrap_fix)
             return UNKNOWN, "not-wrapped", wrapped_elsewhere(s.wrapped_not_iterated, ran)
         return (
             UNKNOWN,
             "not-wrapped",
             f"the training process runs but publishes no loop figures{ran}, and there is no GPU "
-            "to judge by: wrap its DataLoader with diskinfo.torch.watch (the one the loop "
-            "iterates: with Accelerate, the one prepare returns)",
+            "to judge by",
         )
     quiet_cpu = s.cpu_busy is None or s.cpu_busy < t.CPU_QUIET_PCT
     if s.disk_quiet and quiet_cpu:
@@ -332,12 +331,11 @@ def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[str, str, str]:
 
 
 def wrapped_elsewhere(processes: int, ran: str) -> str:
-    """The hint for a loader that was wrapped but is not the one the loop iterates."""
+    """What is seen of a loader that was wrapped but is not the one the loop iterates."""
     who = "the training process" if processes == 1 else f"{processes} training processes"
     return (
         f"{who} wrapped a loader with diskinfo.torch.watch but never iterated it{ran}: the loop "
-        "iterates another one; wrap that one (with Accelerate, the one prepare returns; a "
-        "loader wrapped before prepare is replaced)"
+        "iterates another one"
     )
 
 
