@@ -69,6 +69,10 @@ def test_leaving_unknown_is_at_once_and_returning_to_it_is_held():
     assert changes == [True, True, False]  # nothing to defend while unknown: the onset counts
     assert h.held == "input-bound: cpu|cpu"
     assert h.push("unknown|x", 2.0) and h.held == "unknown|x"  # back to unknown: held 2 intervals
+    # from one unknown cause to another: held too (a run's last interval, its command gone,
+    # is not announced as a new state)
+    assert not h.push("unknown|no-figures", 2.0) and h.held == "unknown|x"
+    assert h.push("unknown|no-figures", 2.0) and h.held == "unknown|no-figures"
 
 
 def test_alternating_evidence_keeps_the_first_verdict():

@@ -3,8 +3,8 @@
 - The held verdict (hysteresis): the verdict a user reads (with its cause) changes only
   when another one has been decided in `hold` intervals in a row (DISKINFO_VERDICT_HOLD,
   default 2) and at least as often as the held one over the last 2 x `hold` intervals. The
-  first verdict is taken at once. One odd interval never flips it; a real change shows
-  within `hold` intervals.
+  first verdict, and leaving `unknown` for a verdict, are taken at once. One odd interval
+  never flips it; a real change shows within `hold` intervals.
 - How long the training command has run without loop figures (the "wrap it" hint waits;
   with a GPU, a loader wrapped but never iterated is a once-only note).
 - Whether the loop has yet run for most of an interval: the interval it starts in is mostly
@@ -39,8 +39,10 @@ class Hysteresis:
         """Add one interval's decision; True when the held verdict changed."""
         self.recent.append(decided)
         last = list(self.recent)[-self.hold :]
-        if self.held is None or (self.held.startswith(UNKNOWN) and decided != self.held):
-            # nothing to defend: the first verdict, or leaving "unknown", is taken at once
+        if self.held is None or (self.held.startswith(UNKNOWN) and not decided.startswith(UNKNOWN)):
+            # nothing to defend: the first verdict, or leaving "unknown" for a verdict, is
+            # taken at once; from one unknown cause to another is held like any change (the
+            # last interval of a run, its command gone, is no new state to announce)
             self.held, self.held_s = decided, elapsed
             return True
         steady = len(last) == self.hold and all(v == decided for v in last)
