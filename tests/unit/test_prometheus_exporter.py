@@ -212,6 +212,28 @@ def test_port_in_use_is_a_one_line_error(sink):
         PrometheusSink(70000)
 
 
+def test_watch_goes_on_without_metrics_when_the_port_is_taken(sink, tmp_path):
+    """Two containers on the host network both default to 9101: the second monitor used to
+    exit, and supervisord restarted it every few seconds, with no verdict ever."""
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, "-m", "diskinfo.cli", "watch", str(tmp_path), "--interval", "0.2",
+         "--count", "2", "--log-dir", str(tmp_path / "logs"), "--metrics-port", str(sink.port),
+         "--metrics-addr", "127.0.0.1", "--echo", "never"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    warning = [line for line in p.stderr.splitlines() if "warning" in line]
+    assert warning == [
+        f"diskinfo: warning: cannot serve metrics on 127.0.0.1:{sink.port}: Address already in "
+        "use; monitoring goes on without the metrics endpoint (another port: --metrics-port; "
+        "in the image, -e METRICS_PORT=...)"
+    ]
+    assert len((tmp_path / "logs" / "diskinfo.jsonl").read_text().splitlines()) == 2
+
+
 def test_close_frees_the_port():
     s = PrometheusSink(0)
     port = s.port

@@ -80,8 +80,19 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         # imported here: prometheus_client and the HTTP server cost start-up time and memory
         # that a monitor without --metrics-port should not pay
         from diskinfo.sinks.prometheus import PrometheusSink
+        from diskinfo.sinks.prometheus.server import MetricsUnavailable
 
-        sinks.append(PrometheusSink(args.metrics_port, args.metrics_addr))
+        try:
+            sinks.append(PrometheusSink(args.metrics_port, args.metrics_addr))
+        except MetricsUnavailable as exc:
+            # the verdicts and logs are the monitor's job; a port that another container on
+            # the host network holds must not stop them (under supervisord: a restart loop)
+            print(
+                f"diskinfo: warning: {exc}; monitoring goes on without the metrics endpoint "
+                "(another port: --metrics-port; in the image, -e METRICS_PORT=...)",
+                file=sys.stderr,
+                flush=True,
+            )
     sinks.append(lock)  # closed last, after the logs are flushed
 
     analyser = Diagnoser(BaselineCache())

@@ -20,6 +20,11 @@ from diskinfo.sinks.prometheus.render import RecordCollector, _Totals
 _INDEX = b"diskinfo exporter: /metrics (Prometheus), /status (node storage pressure, JSON)\n"
 
 
+class MetricsUnavailable(UserError):
+    """The endpoint cannot be served (port taken, not allowed): the monitor goes on without
+    it, as with any failing sink; `diskinfo watch` says so."""
+
+
 class PrometheusSink:
     """Monitor sink that keeps the latest record and serves it over HTTP in its own threads.
 
@@ -45,7 +50,7 @@ class PrometheusSink:
                 addr, port, self._app, name="diskinfo-metrics", **server_options
             )
         except OSError as exc:
-            raise UserError(
+            raise MetricsUnavailable(
                 f"cannot serve metrics on {addr}:{port}: {exc.strerror or exc}", exit_code=1
             ) from None
         self.addr = addr
