@@ -23,6 +23,7 @@ from diskinfo.collectors.procs import ProcsCollector
 from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.errors import UserError
 from diskinfo.monitor import Collector, Monitor, Sink
+from diskinfo.sinks.complaints import warn
 from diskinfo.sinks.heartbeat import HeartbeatSink
 from diskinfo.sinks.jsonl import JsonlSink
 from diskinfo.sinks.logdir_lock import LogDirLock
@@ -87,11 +88,9 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         except MetricsUnavailable as exc:
             # the verdicts and logs are the monitor's job; a port that another container on
             # the host network holds must not stop them (under supervisord: a restart loop)
-            print(
-                f"diskinfo: warning: {exc}; monitoring goes on without the metrics endpoint "
-                "(another port: --metrics-port; in the image, -e METRICS_PORT=...)",
-                file=sys.stderr,
-                flush=True,
+            warn(
+                f"{exc}; monitoring goes on without the metrics endpoint "
+                "(another port: --metrics-port; in the image, -e METRICS_PORT=...)"
             )
     sinks.append(lock)  # closed last, after the logs are flushed
 
