@@ -18,10 +18,12 @@ TRAIN = "import time; time.sleep(300)"
 # pid, user, and whether each secret is in its environment; then its command line
 SCAN = r"""
 for d in /proc/[0-9]*; do
+  # owner first: a process that ends mid-scan (a health check) is skipped, not shown ownerless
+  owner=$(stat -c %U "$d" 2>/dev/null) || continue
   env=$(tr '\0' '\n' <"$d/environ" 2>/dev/null) || continue
   cmd=$(tr '\0\n|' '   ' <"$d/cmdline" 2>/dev/null)
   [ -n "$cmd" ] || continue
-  printf '%s|%s|%s|%s|%s|%s\n' "${d#/proc/}" "$(stat -c %U "$d")" \
+  printf '%s|%s|%s|%s|%s|%s\n' "${d#/proc/}" "$owner" \
     "$(grep -c -e TOKEN_VALUE <<<"$env")" "$(grep -c -e AWS_VALUE -e API_VALUE <<<"$env")" \
     "$(grep -c -e KEY_VALUE <<<"$env")" "$cmd"
 done
