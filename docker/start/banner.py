@@ -65,6 +65,8 @@ class Facts:
     ssh_command: str = ""  # ssh -p PORT user@HOST; "" when sshd is off
     ssh_off_reason: str = ""
     metrics_url: str = ""
+    # why a service is off although it was wanted: its port is taken (70-ports.sh)
+    port_taken: dict[str, str] = field(default_factory=dict)
     baseline: str | None = None  # the baseline file when it exists, else None
     baseline_path: str = ""
     bench_path: str = "/workspace/data"
@@ -136,12 +138,16 @@ def access_lines(facts: Facts) -> list[str]:
     lines = []
     if facts.jupyter_url:
         lines.append(f"Jupyter    {facts.jupyter_url}")
+    elif "jupyter" in facts.port_taken:
+        lines.append(f"Jupyter    off: {facts.port_taken['jupyter']}")
     if facts.ssh_command:
         lines.append(f"SSH        {facts.ssh_command}")
     elif facts.ssh_off_reason:
         lines.append(f"SSH        off: {facts.ssh_off_reason}")
     if facts.metrics_url:
         lines.append(f"Metrics    {facts.metrics_url}")
+    elif "metrics" in facts.port_taken:
+        lines.append(f"Metrics    off: {facts.port_taken['metrics']}")
     if facts.jupyter_url or facts.ssh_command or facts.metrics_url:
         lines.append(
             "Ports      are the container's: use the host ports you published with -p"
@@ -217,7 +223,10 @@ def _services(env: dict[str, str]) -> list[Service]:
         services.append(Service("jupyter", f"port {env.get('JUPYTER_PORT', '8888')}"))
     if env.get("SSHD_ENABLE", "1") != "0":
         services.append(Service("sshd", f"port {env.get('SSH_PORT', '22')}"))
-    services.append(Service("diskinfo", f"metrics on port {env.get('METRICS_PORT', '9101')}"))
+    metrics = env.get("METRICS_PORT", "9101")
+    services.append(
+        Service("diskinfo", f"metrics on port {metrics}" if metrics != "0" else "no metrics")
+    )
     if env.get("TRAIN_ENABLE", "1") != "0":
         services.append(Service("train", "your command"))
     return services
@@ -256,6 +265,16 @@ def _random_token(env: dict[str, str]) -> str | None:
         return (Path(state) / "jupyter-token").read_text().strip() or None
     except OSError:
         return None
+
+
+def _ports_taken(env: dict[str, str]) -> dict[str, str]:
+    """The services 70-ports.sh left off because their port is taken, with its reason."""
+    state = env.get("STARTUP_STATE_DIR")
+    try:
+        text = (Path(state) / "ports-taken").read_text() if state else ""
+    except OSError:
+        return {}
+    return dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
 
 
 def baseline_path(env: dict[str, str], logs_dir: str) -> str:
@@ -304,12 +323,15 @@ def gather(env: dict[str, str]) -> Facts:
             else ""
         ),
         baseline_path=baseline_path(env, logs_dir),
+        port_taken=_ports_taken(env),
     )
     facts.baseline = _existing(facts.baseline_path)
     if env.get("SSHD_ENABLE", "1") != "0":
         facts.ssh_command = f"ssh -p PORT {env.get('NB_USER', 'jovyan')}@HOST"
     else:
-        facts.ssh_off_reason = 'no public key: pass -e PUBLIC_KEY="$(cat ~/.ssh/id_*.pub)"'
+        facts.ssh_off_reason = facts.port_taken.get(
+            "sshd", 'no public key: pass -e PUBLIC_KEY="$(cat ~/.ssh/id_*.pub)"'
+        )
     _gpus(facts)
     return facts
 

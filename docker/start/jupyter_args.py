@@ -33,6 +33,9 @@ FORBIDDEN = (
     "config",
 )
 
+# The port is JUPYTER_PORT's alone: what binds must be what is checked, shown and probed.
+PORT_OPTIONS = ("port", "port_retries")
+
 
 def split(text: str) -> list[str]:
     """The arguments in text, or ValueError with a message fit for the user."""
@@ -44,6 +47,11 @@ def split(text: str) -> list[str]:
         if not arg.startswith("-"):
             continue
         name = arg.lstrip("-").split("=", 1)[0].lower().replace("-", "_")
+        if name.rsplit(".", 1)[-1] in PORT_OPTIONS:
+            raise ValueError(
+                f"JUPYTER_ARGS may not set {arg.split('=', 1)[0]}: use -e JUPYTER_PORT=N"
+                " (the health check, the banner and the start's port check follow it)"
+            )
         for word in FORBIDDEN:
             if word in name:
                 raise ValueError(

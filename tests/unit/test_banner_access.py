@@ -55,6 +55,27 @@ def test_no_key_says_how_to_turn_ssh_on_and_jupyter_off_has_no_url(tmp_path):
     assert "/lab?token" not in text
 
 
+def test_services_left_off_for_a_taken_port_say_why_and_how_to_move_them(tmp_path):
+    why = "port {} is already in use here (...); start this container with -e {}={}"
+    (tmp_path / "ports-taken").write_text(
+        f"jupyter\t{why.format(8888, 'JUPYTER_PORT', 8889)}\n"
+        f"sshd\t{why.format(22, 'SSH_PORT', 23)}\n"
+        f"metrics\t{why.format(9101, 'METRICS_PORT', 9102)}\n"
+    )
+    env = _env(tmp_path, SSHD_ENABLE="0", JUPYTER_ENABLE="0", METRICS_PORT="0")
+    text = _text(env)
+    assert f"Jupyter    off: {why.format(8888, 'JUPYTER_PORT', 8889)}" in text
+    assert f"SSH        off: {why.format(22, 'SSH_PORT', 23)}" in text
+    assert f"Metrics    off: {why.format(9101, 'METRICS_PORT', 9102)}" in text
+    assert "PUBLIC_KEY" not in text  # the key was there: the port is why
+    services = next(line for line in text.splitlines() if line.startswith("Services"))
+    assert services == "Services   diskinfo (no metrics), train (your command)"
+    assert "/lab?token" not in text and "metrics on port" not in text
+    (tmp_path / "ports-taken").write_text("")  # nothing taken: the usual lines
+    text = _text(_env(tmp_path, METRICS_PORT="9101"))
+    assert "off:" not in text and "Metrics    http://127.0.0.1:9101/metrics" in text
+
+
 def test_without_a_baseline_the_banner_suggests_bench_and_not_with_one(tmp_path):
     env = _env(tmp_path)
     assert "diskinfo bench /workspace/data" in _text(env)

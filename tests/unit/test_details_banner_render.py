@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import ROOT
+from tests.helpers.scripts import load
 
-_PATH = ROOT / "docker" / "start" / "banner.py"
-_spec = importlib.util.spec_from_file_location("banner", _PATH)
-assert _spec and _spec.loader
-banner = importlib.util.module_from_spec(_spec)
-sys.modules["banner"] = banner
-_spec.loader.exec_module(banner)
+banner = load("banner")
 
 
 def _facts(**kw):

@@ -171,6 +171,12 @@ def test_jupyter_args_that_weaken_auth_are_refused(arg):
         jupyter_args.split(f"--ServerApp.ip=0.0.0.0 {arg}")
 
 
+@pytest.mark.parametrize("arg", ["--port=9999", "--ServerApp.port=9999", "--port-retries=5"])
+def test_jupyter_args_cannot_move_the_port_away_from_jupyter_port(arg):
+    with pytest.raises(ValueError, match="use -e JUPYTER_PORT=N"):
+        jupyter_args.split(f"--ServerApp.base_url=/x/ {arg}")
+
+
 def test_plain_jupyter_args_pass():
     assert jupyter_args.split("--ServerApp.base_url=/x/ --collaborative") == [
         "--ServerApp.base_url=/x/",
