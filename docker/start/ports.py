@@ -18,7 +18,8 @@ import sys
 
 # the setting that moves each service, and what it is called in a sentence
 SETTINGS = {"sshd": "SSH_PORT", "jupyter": "JUPYTER_PORT", "metrics": "METRICS_PORT"}
-SEARCH = 100  # how far above a taken port to look for a free one
+SEARCH = 100  # how many ports above a taken one to try
+SSH_ALTERNATIVE = 2222
 
 
 def taken(addr: str, port: int) -> bool:
@@ -35,8 +36,10 @@ def taken(addr: str, port: int) -> bool:
 
 
 def free_above(addr: str, port: int, avoid: set[int]) -> int | None:
-    """The first port above PORT that binds and no other service of ours wants."""
-    for candidate in range(port + 1, min(port + SEARCH, 65535) + 1):
+    """The first port above PORT that binds and no other service of ours wants; above a
+    privileged port (22: the host's own sshd), from 2222, the usual SSH stand-in, on."""
+    first = port + 1 if port >= 1024 else SSH_ALTERNATIVE
+    for candidate in range(first, min(first + SEARCH, 65536)):
         if candidate not in avoid and not taken(addr, candidate):
             return candidate
     return None

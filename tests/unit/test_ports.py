@@ -78,3 +78,10 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "NAME=ADDR:PORT" in err and "Traceback" not in err
     assert ports.main([]) == 2
+
+
+def test_a_taken_privileged_port_moves_to_2222_or_above_not_to_the_next_one():
+    found = ports.free_above("0.0.0.0", 22, set())
+    assert found is not None and ports.SSH_ALTERNATIVE <= found < ports.SSH_ALTERNATIVE + 100
+    assert _binds(found)
+    assert ports.free_above("0.0.0.0", 65535, set()) is None  # nothing above the last port
