@@ -63,6 +63,7 @@ class Facts:
     logs_dir: str = "/workspace/logs"
     jupyter_url: str = ""  # http://127.0.0.1:PORT/lab?token=...; "" when Jupyter is off
     ssh_command: str = ""  # ssh -p PORT user@HOST; "" when sshd is off
+    ssh_port: str = "22"  # the container's, which the host port is published for
     ssh_off_reason: str = ""
     metrics_url: str = ""
     # why a service is off although it was wanted: its port is taken (70-ports.sh)
@@ -151,7 +152,8 @@ def access_lines(facts: Facts) -> list[str]:
     if facts.jupyter_url or facts.ssh_command or facts.metrics_url:
         lines.append(
             "Ports      are the container's: use the host ports you published with -p"
-            " (PORT: the one for 22, e.g. 2222 in -p 2222:22); HOST: the docker host's name"
+            f" (PORT: the one for {facts.ssh_port}, e.g. 2222 in -p 2222:{facts.ssh_port});"
+            " HOST: the docker host's name"
         )
     return lines
 
@@ -326,6 +328,7 @@ def gather(env: dict[str, str]) -> Facts:
         port_taken=_ports_taken(env),
     )
     facts.baseline = _existing(facts.baseline_path)
+    facts.ssh_port = env.get("SSH_PORT", "22")
     if env.get("SSHD_ENABLE", "1") != "0":
         facts.ssh_command = f"ssh -p PORT {env.get('NB_USER', 'jovyan')}@HOST"
     else:

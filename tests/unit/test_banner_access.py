@@ -42,6 +42,13 @@ def test_random_token_gives_an_openable_url_ssh_line_and_one_port_caveat(tmp_pat
     assert "0.0.0.0" not in text
 
 
+def test_the_port_caveat_names_the_containers_ssh_port(tmp_path):
+    assert "e.g. 2222 in -p 2222:22)" in _text(_env(tmp_path))
+    assert "(PORT: the one for 2200, e.g. 2222 in -p 2222:2200)" in _text(
+        _env(tmp_path, SSH_PORT="2200")
+    )
+
+
 def test_the_users_own_token_is_never_printed(tmp_path):
     (tmp_path / "jupyter-token").write_text("s3cret-value")
     text = _text(_env(tmp_path, JUPYTER_TOKEN="s3cret-value"))
