@@ -84,9 +84,13 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    lines = [f"{name}\t{why}\n" for name, why in check(wanted)]
-    with open(argv[0], "w", encoding="utf-8") as out:
-        out.writelines(lines)
+    try:
+        lines = [f"{name}\t{why}\n" for name, why in check(wanted)]
+        with open(argv[0], "w", encoding="utf-8") as out:
+            out.writelines(lines)
+    except OSError as exc:  # no verdict on the ports: the services start as they would have
+        print(f"ports.py: port check skipped: {exc}", file=sys.stderr)
+        return 0
     sys.stdout.writelines(lines)
     return 0
 

@@ -85,3 +85,10 @@ def test_a_taken_privileged_port_moves_to_2222_or_above_not_to_the_next_one():
     assert found is not None and ports.SSH_ALTERNATIVE <= found < ports.SSH_ALTERNATIVE + 100
     assert _binds(found)
     assert ports.free_above("0.0.0.0", 65535, set()) is None  # nothing above the last port
+
+
+def test_a_check_that_cannot_finish_says_so_in_one_line_and_starts_everything(tmp_path, capsys):
+    with listening() as port:
+        assert ports.main([str(tmp_path / "no" / "dir"), f"jupyter=0.0.0.0:{port}"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("ports.py: port check skipped:") and err.count("\n") == 1
