@@ -274,7 +274,7 @@ def write(
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
         f"{platform.node()}: Linux {platform.release()}, {psutil.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, {block_devices()} block devices in /sys/block; "
+        f"Python {platform.python_version()}, {len(block_devices())} block devices in /sys/block; "
         f"watched path `{path}`, {seconds:.0f} s "
         f"side by side, {len(ours['ms_per_copy'])} copies of each process with their starts "
         "spread over a second (each figure is the mean over the copies; the copies' own in "
@@ -340,8 +340,8 @@ def write(
     return "\n".join(lines)
 
 
-def block_devices() -> int:
-    return len(os.listdir("/sys/block"))
+def block_devices() -> set[str]:
+    return set(os.listdir("/sys/block"))
 
 
 @contextlib.contextmanager
@@ -352,11 +352,11 @@ def block_devices_up_to(n: int) -> Iterator[None]:
     a host has more block devices (a GPU server: several NVMe drives, loop devices of snaps
     and images), and this measures how."""
     backing = tempfile.mkdtemp(prefix="diskinfo-bench-loops-")
-    before = set(os.listdir("/sys/block"))
+    before = block_devices()
     attached: list[str] = []
     try:
         for i in range(2 * n):  # a free loop device is used before a new one is made
-            if block_devices() >= n:
+            if len(block_devices()) >= n:
                 break
             image = Path(backing, f"{i}.img")
             with open(image, "wb") as f:
@@ -371,7 +371,7 @@ def block_devices_up_to(n: int) -> Iterator[None]:
     finally:
         for device in attached:
             subprocess.run(["losetup", "-d", device], check=False)
-        remove_loop_devices(set(os.listdir("/sys/block")) - before)  # detached ones stay
+        remove_loop_devices(block_devices() - before)  # detached ones stay
         shutil.rmtree(backing, ignore_errors=True)
 
 
@@ -412,7 +412,7 @@ def scaling(counts: list[int], seconds: float, path: str, copies: int) -> str:
     rows = []
     for n in counts:
         with block_devices_up_to(n):
-            have = block_devices()
+            have = len(block_devices())
             r = measure(seconds, path, copies)
         rows.append((have, r[FULL], r[CORE_NAME], r[IOSTAT]))
     lines = [

@@ -326,9 +326,9 @@ def gather(env: dict[str, str]) -> Facts:
         ),
         baseline_path=baseline_path(env, logs_dir),
         port_taken=_ports_taken(env),
+        ssh_port=env.get("SSH_PORT", "22"),
     )
     facts.baseline = _existing(facts.baseline_path)
-    facts.ssh_port = env.get("SSH_PORT", "22")
     if env.get("SSHD_ENABLE", "1") != "0":
         facts.ssh_command = f"ssh -p PORT {env.get('NB_USER', 'jovyan')}@HOST"
     else:

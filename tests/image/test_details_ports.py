@@ -50,6 +50,7 @@ def test_taken_ports_leave_their_services_off_with_the_setting_to_move_them(
         assert f"SSH        off: port {port['SSH_PORT']} is already in use" in banner
         assert f"Metrics    off: port {port['METRICS_PORT']} is already in use" in banner
         assert "Services   diskinfo (no metrics), train (your command)" in banner
+        assert "cannot serve metrics" not in logs  # the monitor was started without them
         # left off, not restarted: after several of supervisord's retry periods still STOPPED
         time.sleep(12)
         status = running.supervisor_status()
