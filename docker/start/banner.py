@@ -152,8 +152,8 @@ def access_lines(facts: Facts) -> list[str]:
     if facts.jupyter_url or facts.ssh_command or facts.metrics_url:
         lines.append(
             "Ports      are the container's: use the host ports you published with -p"
-            f" (PORT: the one for {facts.ssh_port}, e.g. 2222 in -p 2222:{facts.ssh_port});"
-            " HOST: the docker host's name"
+            f" (PORT: the one for {facts.ssh_port}, e.g. 2222 in -p 2222:{facts.ssh_port};"
+            f" with --network host, {facts.ssh_port} itself); HOST: the docker host's name"
         )
     return lines
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import signal
 import sys
 import threading
@@ -26,6 +27,8 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
     return value
 
 
@@ -92,7 +95,9 @@ def build_parser() -> OneLineParser:
     p.add_argument(
         "paths", nargs="+", metavar="PATH", help="what the training reads (its data directory)"
     )
-    p.add_argument("--interval", type=positive_float, default=5.0, help="seconds (default 5)")
+    p.add_argument(
+        "--interval", type=positive_float, default=5.0, help="seconds (default 5, at most 86400)"
+    )
     p.add_argument("--count", type=int, default=None, help="stop after N intervals")
     p.add_argument("--log-dir", default="/workspace/logs", help="default /workspace/logs")
     p.add_argument(

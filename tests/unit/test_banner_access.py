@@ -43,9 +43,10 @@ def test_random_token_gives_an_openable_url_ssh_line_and_one_port_caveat(tmp_pat
 
 
 def test_the_port_caveat_names_the_containers_ssh_port(tmp_path):
-    assert "e.g. 2222 in -p 2222:22)" in _text(_env(tmp_path))
-    assert "(PORT: the one for 2200, e.g. 2222 in -p 2222:2200)" in _text(
-        _env(tmp_path, SSH_PORT="2200")
+    assert "e.g. 2222 in -p 2222:22; with --network host, 22 itself)" in _text(_env(tmp_path))
+    assert (
+        "(PORT: the one for 2200, e.g. 2222 in -p 2222:2200; with --network host, 2200 itself)"
+        in _text(_env(tmp_path, SSH_PORT="2200"))
     )
 
 

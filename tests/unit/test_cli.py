@@ -15,6 +15,8 @@ from tests.helpers import ROOT
     [
         (["watch", "/tmp", "--interval", "0"], "must be greater than 0"),
         (["watch", "/tmp", "--interval", "abc"], "not a number"),
+        (["watch", "/tmp", "--interval", "inf"], "must be a finite number, got inf"),
+        (["bench", "/tmp", "--seconds", "inf"], "must be a finite number, got inf"),
         ([], "required: COMMAND"),
         (["frob"], "invalid choice: 'frob'"),
         (["pack"], "required: SRC, DEST"),
@@ -26,6 +28,13 @@ def test_bad_arguments_give_one_line_and_exit_2(capsys, argv, expected):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expected in err and "--help" in err, err
+
+
+def test_interval_longer_than_a_day_is_one_line_exit_2(capsys):
+    # a wait beyond what the clock takes ended in an OverflowError traceback
+    assert main(["watch", "/tmp", "--interval", "1e10", "--count", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == "diskinfo: error: --interval must be at most 86400 s (a day), got 1e+10\n"
 
 
 def test_missing_path_is_one_line_exit_2(capsys):

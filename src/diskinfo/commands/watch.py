@@ -29,6 +29,8 @@ from diskinfo.sinks.jsonl import JsonlSink
 from diskinfo.sinks.logdir_lock import LogDirLock
 from diskinfo.sinks.textlog import TextLogSink
 
+MAX_INTERVAL_S = 86400  # a day: longer waits than the clock can take are refused at once
+
 
 def watched_paths(paths: list[str]) -> WatchedPaths:
     """Every path must exist (UserError, exit 2)."""
@@ -53,6 +55,10 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         raise UserError(f"--count must be at least 1, got {args.count}")
     if not args.interval > 0:  # cli.positive_float already refuses it; API callers too
         raise UserError(f"--interval must be greater than 0, got {args.interval}")
+    if not args.interval <= MAX_INTERVAL_S:  # inf too: a wait that long overflows the clock
+        raise UserError(
+            f"--interval must be at most {MAX_INTERVAL_S} s (a day), got {args.interval:g}"
+        )
     watched = watched_paths(args.paths)
     lock = LogDirLock(args.log_dir)  # before any output: a second monitor stops here
     say_unmeasurable(watched)
