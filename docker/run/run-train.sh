@@ -3,13 +3,13 @@
 # the NUL-separated file entrypoint.sh wrote, so they reach the program exactly as given to
 # `docker run` (no shell, no supervisord expansion). Output goes to /workspace/logs/train.log
 # (rotated, TRAIN_LOG_MAX_BYTES and TRAIN_LOG_BACKUPS) and to our stdout, which supervisord
-# sends to `docker logs`. Our PID is the root of the process tree the monitor watches; the
-# exit status is recorded for the container's exit.
+# sends to `docker logs`. The program's PID (not ours: the tee below is no part of the user's
+# work) is the root of the process tree the monitor watches; the exit status is recorded for
+# the container's exit.
 set -uo pipefail
 state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
 lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
 log=${LOG_DIR:-/workspace/logs}/train.log
-echo "$$" >"$state/train.pid"
 mapfile -d '' -t args <"$state/train.args"
 cd /workspace || exit 1
 
@@ -35,6 +35,7 @@ tee_pid=$!
       [[ ${secret%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && export "${secret?}"
     done <"$state/user-secrets"
   fi
+  echo "$BASHPID" >"$state/train.pid"  # this subshell's PID is the program's after exec
   exec "${args[@]}"
 ) >"$fifo" 2>&1 </dev/null
 code=$?

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -157,3 +158,36 @@ def test_monitor_starts_first_and_restarts_without_disturbing_training(
     assert int(running.read_file("/run/pytorch-cuda/train.pid")) == train_pid
     code, _ = running.exec(["kill", "-0", str(train_pid)])
     assert code == 0, "the training command died with the monitor"
+
+
+def test_the_monitor_watches_the_users_program_not_the_log_tee(container, tmp_path, wait_until):
+    # The log tee is a Python process beside the program. With the wrapper's PID as the tree's
+    # root it was taken for the training process: [Procs] said main at 0% and the real program
+    # "child" at 100%, and a run without diskinfo.torch is judged by those roles.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    busy = "import time\nt = time.time()\nwhile time.time() - t < 90: pass"
+    running = container(
+        "python3",
+        "-c",
+        busy,
+        volumes={str(logs): {"bind": "/workspace/logs"}},
+        env={"DISKINFO_INTERVAL": "1"},
+    )
+    running.wait_for_program("train")
+    pid = int(running.read_file("/run/pytorch-cuda/train.pid"))
+    code, cmdline = running.exec(["bash", "-c", f"tr '\\0' ' ' </proc/{pid}/cmdline"])
+    assert code == 0 and cmdline.startswith("python3 -c import time"), cmdline
+
+    def procs_lines() -> list[str]:
+        text = (logs / "diskinfo.log").read_text() if (logs / "diskinfo.log").exists() else ""
+        return [line for line in text.splitlines() if "[Procs]" in line]
+
+    def busy_main() -> bool:
+        lines = procs_lines()
+        found = lines and re.search(rf"\[Procs\] main:{pid} .*cpu=(\d+)%$", lines[-1])
+        return bool(found) and int(found.group(1)) >= 50
+
+    wait_until(busy_main, 40, lambda: f"no busy main:{pid} in {procs_lines()[-3:]}")
+    last = procs_lines()[-1]
+    assert re.findall(r"(\w+):(\d+) read=", last) == [("main", str(pid))], last  # nothing else

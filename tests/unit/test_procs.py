@@ -15,6 +15,7 @@ from diskinfo.collectors.procs import (
     ProcsCollector,
     ProcSnapshot,
     assign_roles,
+    is_launcher,
     parse_pid_file,
     process_rates,
     settle,
@@ -58,6 +59,54 @@ def test_roles_prefer_the_processes_that_publish_loader_figures():
     ]
     roles = assign_roles(ddp, root=20, publishers=[21, 22, 999])
     assert roles == {20: "launcher", 21: "main", 22: "main", 23: "worker", 24: "worker"}
+
+
+def test_roles_without_publishers_take_every_rank_under_a_launcher():
+    # torchrun unwrapped: each rank is a main process with its own DataLoader workers
+    ddp = [
+        snap(20, 1, "bash", cmd="bash -c torchrun --nproc-per-node 2 train.py"),
+        snap(21, 20, "torchrun", cmd="/opt/venv/bin/python3 /opt/venv/bin/torchrun train.py"),
+        snap(22, 21, "python3", cmd="/opt/venv/bin/python3 -u train.py"),
+        snap(23, 21, "python3", cmd="/opt/venv/bin/python3 -u train.py"),
+        snap(24, 22, "python3", cmd="/opt/venv/bin/python3 -u train.py"),
+        snap(25, 23, "python3", cmd="/opt/venv/bin/python3 -u train.py"),
+    ]
+    roles = assign_roles(ddp, root=20)
+    assert roles == {
+        20: "launcher",
+        21: "launcher",
+        22: "main",
+        23: "main",
+        24: "worker",
+        25: "worker",
+    }
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        "python -m torch.distributed.run --nproc-per-node 2 train.py",
+        "python3 -m torch.distributed.launch train.py",
+        "/usr/bin/python3 /opt/venv/bin/torchrun train.py",
+        "/usr/bin/python3 /opt/venv/bin/accelerate launch train.py",
+        "python -m accelerate.commands.launch train.py",
+        "/usr/bin/python3 /usr/local/bin/deepspeed train.py",
+    ],
+)
+def test_a_python_launcher_is_no_main(launcher):
+    tree = [
+        snap(30, 1, "python3", cmd=launcher),
+        snap(31, 30, "python3", cmd="python3 train.py"),
+        snap(32, 31, "python3", cmd="python3 train.py"),
+    ]
+    assert is_launcher(tree[0]) and not is_launcher(tree[1])
+    assert assign_roles(tree, root=30) == {30: "launcher", 31: "main", 32: "worker"}
+
+
+def test_a_script_that_only_mentions_a_launcher_is_still_main():
+    p = snap(40, 1, "python3", cmd="python3 train.py --note torchrun")
+    assert not is_launcher(p)
+    assert assign_roles([p], root=40) == {40: "main"}
 
 
 def test_rates_and_pid_reuse():

@@ -11,6 +11,7 @@ what each reaped child was last seen to have read is taken off its parent's next
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,6 +27,13 @@ MAX_PROCESSES = 256
 TREE_RESCAN_S = 5.0  # a new worker set (each epoch without persistent_workers) shows within
 ROLE_ORDER = {"launcher": 0, "main": 1, "worker": 2, "helper": 3, "child": 4}
 HELPER_MARKERS = ("resource_tracker", "forkserver", "semaphore_tracker")
+LAUNCHERS = {"torchrun", "accelerate", "deepspeed"}  # console scripts: argv[0] or argv[1]
+LAUNCHER_MODULES = {
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "accelerate.commands.launch",
+    "deepspeed.launcher.runner",
+}
 
 
 @dataclass(frozen=True)
@@ -64,13 +72,23 @@ def parse_pid_file(text: str) -> int:
     return pid
 
 
+def is_launcher(p: ProcSnapshot) -> bool:
+    """torchrun, accelerate launch, deepspeed, `python -m torch.distributed.run`: a Python
+    process that starts the training processes and trains nothing itself."""
+    argv = p.cmdline.split()[:3]
+    if any(os.path.basename(arg) in LAUNCHERS for arg in argv[:2]):  # the script, or python's
+        return True
+    return len(argv) == 3 and argv[1] == "-m" and argv[2] in LAUNCHER_MODULES
+
+
 def assign_roles(
     procs: Iterable[ProcSnapshot], root: int, publishers: Iterable[int] = ()
 ) -> dict[int, str]:
-    """Role per PID. "main": a process that publishes loader figures, else the first Python
-    process from the root down (else the root); "worker": children of a main process (DataLoader
-    workers), "helper" for multiprocessing's tracker processes; "launcher": the main's ancestors
-    (shell, torchrun); "child": everything else."""
+    """Role per PID. "main": a process that publishes loader figures, else the outermost Python
+    processes from the root down that are no launcher (torchrun's ranks, side by side), else
+    the root; "worker": children of a main process (DataLoader workers), "helper" for
+    multiprocessing's tracker processes; "launcher": the main's ancestors (shell, torchrun);
+    "child": everything else."""
     procs = list(procs)
     by_pid = {p.pid: p for p in procs}
     children: dict[int, list[int]] = {}
@@ -79,13 +97,21 @@ def assign_roles(
             children.setdefault(p.ppid, []).append(p.pid)
     mains = {pid for pid in publishers if pid in by_pid}
     if not mains:
-        order, queue = [], [root]
-        while queue:  # breadth first: the outermost Python process is the training script
-            pid = queue.pop(0)
-            order.append(pid)
-            queue.extend(sorted(children.get(pid, [])))
-        python = [pid for pid in order if pid in by_pid and "python" in by_pid[pid].name.lower()]
-        mains = {python[0] if python else root}
+        level, depth = [root], 0
+        while level and not mains and depth < MAX_PROCESSES:
+            # breadth first: the outermost Python processes are the training script (one, or
+            # one per rank under a launcher)
+            mains = {
+                pid
+                for pid in level
+                if pid in by_pid
+                and "python" in by_pid[pid].name.lower()
+                and not is_launcher(by_pid[pid])
+                and not any(m in by_pid[pid].cmdline for m in HELPER_MARKERS)
+            }
+            level = [c for pid in level for c in sorted(children.get(pid, []))]
+            depth += 1
+        mains = mains or {root}
     roles: dict[int, str] = {}
     for main in mains & by_pid.keys():  # the root may be gone already
         roles[main] = "main"
