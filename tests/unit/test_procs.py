@@ -211,6 +211,20 @@ def test_missing_pid_file_is_said_once(tmp_path):
     assert [len(r.warnings) for r in records] == [1, 0, 0] and not records[2].procs
 
 
+def test_an_empty_pid_file_is_no_training_command_and_no_warning(tmp_path):
+    # the image makes the file empty; it stays so where no command runs (Jupyter or SSH only)
+    pid_file = tmp_path / "train.pid"
+    pid_file.write_text("")
+    collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+    records = [IntervalRecord(ts=0, elapsed_s=1.0) for _ in range(2)]
+    for r in records:
+        collector.fill(r)
+    assert all(r.warnings == [] and r.procs == [] for r in records), records
+    pid_file.write_text("garbage\n")  # a file with something else in it is still said
+    collector.fill(record := IntervalRecord(ts=0, elapsed_s=1.0))
+    assert [w.split(":")[0] for w in record.warnings] == ["procs"], record.warnings
+
+
 def test_no_pid_file_option_means_no_process_figures(tmp_path):
     record = IntervalRecord(ts=0, elapsed_s=1.0)
     ProcsCollector(None, state_dir=tmp_path).fill(record)

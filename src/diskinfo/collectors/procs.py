@@ -317,7 +317,10 @@ class ProcsCollector(BaseCollector):
     def _root(self) -> int | None:
         assert self.pid_file is not None
         try:
-            return parse_pid_file(Path(self.pid_file).read_text())
+            text = Path(self.pid_file).read_text()
+            if not text.strip():
+                return None  # the image's file before a command starts, or with none to run
+            return parse_pid_file(text)
         except FileNotFoundError:
             self.notes.once(f"procs: no training PID in {self.pid_file} yet")
         except (OSError, ValueError, IndexError) as exc:
