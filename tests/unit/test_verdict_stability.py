@@ -291,6 +291,36 @@ def test_the_console_says_when_the_cause_changes_so_the_wrap_hint_reaches_docker
     )
 
 
+@pytest.mark.parametrize(
+    ("measured", "wrap"),
+    [(None, True), ("gpus", False), ("loader", False), ("procs", False)],
+    ids=["nothing-measured", "gpu", "loop-figures", "no-command"],
+)
+def test_a_run_too_short_for_the_wrap_hint_ends_on_it(tmp_path, measured, wrap):
+    """A first try of 30 s ends before the 60 s "wrap it" hint: its [Run] line said only
+    "unknown 100%", nothing to do. With a command that nothing measured, it names the wrap."""
+    echo = io.StringIO()
+    sink = TextLogSink(str(tmp_path), echo=echo, console="verdicts")
+    diag = Diagnoser({}, hold=1)
+    extra = {
+        "gpus": [GpuFigures(index=0, name="H100", util_mean=90.0, util_max=99.0)],
+        "loader": LoaderFigures(batches=50, wait_s=0.1, step_s=4.9, wait_share=0.02),
+        "procs": [],  # no training command at all
+    }
+    for i in range(6):  # 5 s each
+        r = _rec(procs=[ProcessIO(pid=7, name="python", role="main", cpu_percent=100)])
+        if measured is not None:
+            setattr(r, measured, extra[measured])
+        r.ts += 5 * i
+        r.verdict = diag(r)
+        sink.write(r)
+    sink.close()
+    run = echo.getvalue().splitlines()[-1].split(" ", 1)[1]
+    assert run.startswith("[Run] 30 s watched: "), run
+    hint = " | first fix to try: wrap the DataLoader the loop iterates with diskinfo.torch.watch"
+    assert (hint in run) == wrap, run
+
+
 def test_no_run_line_without_a_sample(tmp_path):
     echo = io.StringIO()
     TextLogSink(str(tmp_path), echo=echo).close()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from diskinfo.record import IntervalRecord, Verdict
+from diskinfo.analyse.fixes import wrap_fix
+from diskinfo.record import UNKNOWN, IntervalRecord, Verdict
 
 NO_VERDICT = "no verdict"  # intervals recorded without a verdict (analysis failed or off)
 
@@ -21,6 +22,9 @@ class VerdictTally:
         self.seconds: dict[str, float] = defaultdict(float)
         self._fixes: dict[tuple[str, str], float] = defaultdict(float)
         self.total_s = 0.0
+        # a training command ran, but nothing measured its loop: neither loop figures nor a GPU
+        self._trained = self._measured = False
+        self._not_iterated = 0
 
     def add(self, record: IntervalRecord) -> None:
         v: Verdict | None = record.verdict
@@ -28,6 +32,9 @@ class VerdictTally:
         self.seconds[verdict_of(record)] += record.elapsed_s
         if v is not None and v.fixes:
             self._fixes[(v.verdict, v.fixes[0])] += record.elapsed_s
+        self._trained = self._trained or bool(record.procs)
+        self._measured = self._measured or record.loader is not None or bool(record.gpus)
+        self._not_iterated = max(self._not_iterated, record.wrapped_not_iterated)
 
     def shares(self) -> dict[str, float]:
         """Share of the run's time per verdict, largest first."""
@@ -37,7 +44,13 @@ class VerdictTally:
 
     def top_fix(self) -> tuple[str, str] | None:
         """(verdict, fix): the fix held longest, an input-bound one first (that is what
-        costs GPU time); None when no verdict named a fix."""
+        costs GPU time). A run too short for the monitor's "wrap it" hint, with a training
+        command that nothing measured, gets that hint here: after the run nothing else
+        could be judged. None when there is no fix to name."""
         inputs = {k: t for k, t in self._fixes.items() if k[0].startswith("input-bound")}
         pool = inputs or self._fixes
-        return max(pool, key=lambda k: (pool[k], k)) if pool else None
+        if pool:
+            return max(pool, key=lambda k: (pool[k], k))
+        if self._trained and not self._measured:
+            return UNKNOWN, wrap_fix(self._not_iterated)
+        return None
