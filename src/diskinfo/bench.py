@@ -27,6 +27,11 @@ from diskinfo.units import MIB, format_given, format_size
 
 SEQ_BLOCK = 1 << 20
 RAND_BLOCK = 4096
+# a directory the bench may not write to (a dataset mounted read-only) is measured by reading
+# its largest file, found among this many entries, if it is at least this big: a smaller one
+# wraps around within the disk's own cache and overstates it
+FIND_MAX_ENTRIES = 100_000
+EXISTING_MIN = 64 * MIB
 
 
 @dataclass
@@ -190,6 +195,44 @@ def test_file(
         os.close(fd)
 
 
+def largest_file(directory: str, max_entries: int = FIND_MAX_ENTRIES) -> tuple[str, int] | None:
+    """(path, size) of the largest regular file under `directory` on its own filesystem
+    (links not followed), among its first `max_entries` entries; None if there is none."""
+    top_dev = os.stat(directory).st_dev
+    best: tuple[int, str] | None = None
+    pending, seen = [directory], 0
+    while pending and seen < max_entries:
+        with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                seen += 1
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    if st.st_dev != top_dev:
+                        continue  # another mount below: another device
+                    if stat.S_ISDIR(st.st_mode):
+                        pending.append(entry.path)
+                    elif stat.S_ISREG(st.st_mode) and (best is None or st.st_size > best[0]):
+                        best = (st.st_size, entry.path)
+    return (best[1], best[0]) if best is not None else None
+
+
+def existing_file(directory: str, note: Callable[[str], None]) -> str:
+    """The file to read where no test file may be written: the directory's largest."""
+    found = largest_file(directory)
+    if found is None or found[1] < EXISTING_MIN:
+        biggest = f" (its largest is {format_size(found[1], binary=True)})" if found else ""
+        raise UserError(
+            f"{directory}: not writable, and no file of at least "
+            f"{format_size(EXISTING_MIN, binary=True)} in it to read instead{biggest}; "
+            "pass a large file on the same disk"
+        )
+    note(
+        f"{directory} is not writable: reading its largest file instead of a test file, "
+        f"{found[0]} ({format_size(found[1], binary=True)})"
+    )
+    return found[0]
+
+
 def device_of(path: str) -> str:
     """The kernel name of the device the verdicts judge for `path` (its top device)."""
     res = Resolver.live().resolve(path)
@@ -209,7 +252,8 @@ def measure(
     path: str, size: int, seconds: float, note: Callable[[str], None] = lambda _: None
 ) -> Measurement:
     """Sequential then random reads of `path`: a directory gets a temporary test file of `size`
-    bytes (removed afterwards), a regular file is read as it is (read-only, at most `size`)."""
+    bytes (removed afterwards; a read-only one: its largest file is read instead), a regular
+    file is read as it is (read-only, at most `size`)."""
     if not os.path.exists(path):
         raise UserError(f"{path}: no such file or directory")
     device = device_of(path)
@@ -217,9 +261,11 @@ def measure(
     if identity is None:
         raise UserError(f"{path}: /sys has no device {device} to identify")
     if os.path.isdir(path):
-        if not os.access(path, os.W_OK):
-            raise UserError(f"{path}: not writable; pass a large file on the device instead")
-        made: contextlib.AbstractContextManager[str] = test_file(path, size, note)
+        made: contextlib.AbstractContextManager[str] = (
+            test_file(path, size, note)
+            if os.access(path, os.W_OK)
+            else contextlib.nullcontext(existing_file(path, note))
+        )
     elif os.path.isfile(path):
         made = contextlib.nullcontext(path)
     else:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from diskinfo.bench import TEST_PREFIX
+from diskinfo.units import MIB
+from tests.helpers.loopdev import NEEDS_ROOT, ext4_loop, mounted
 
 pytestmark = [pytest.mark.system]
 
@@ -98,3 +100,41 @@ def test_a_test_file_that_would_fill_the_disk_is_refused(tmp_path: Path) -> None
     assert done.stderr.count("\n") == 1 and "test file does not fit in" in done.stderr
     assert "must stay free" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(NEEDS_ROOT, reason="needs root and losetup for a read-only ext4")
+def test_a_read_only_directory_is_measured_by_reading_its_largest_file(tmp_path: Path) -> None:
+    """A dataset mounted read-only (`-v /data:/workspace/data:ro`) took the README's one-time
+    `diskinfo bench /workspace/data` to "not writable; pass a large file": the bench now reads
+    the largest file there, on that disk (not under another mount below it)."""
+    with ext4_loop(tmp_path, 256) as (mnt, _dev):
+        (mnt / "train" / "a").mkdir(parents=True)
+        (mnt / "small.bin").write_bytes(os.urandom(2 * MIB))
+        (mnt / "train" / "a" / "shard-000.tar").write_bytes(os.urandom(80 * MIB))
+        (mnt / "train" / "a" / "shard-001.tar").write_bytes(os.urandom(70 * MIB))
+        (mnt / "elsewhere").mkdir()
+        with mounted("tmpfs", str(mnt / "elsewhere"), "-t", "tmpfs", "-o", "size=200m"):
+            (mnt / "elsewhere" / "bigger.bin").write_bytes(b"\0" * (100 * MIB))
+            subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+            before = sorted(p.name for p in mnt.rglob("*"))
+            done = bench_run(mnt, "--seconds", "0.5", timeout=60)
+            assert done.returncode == 0, done.stderr
+            largest = mnt / "train" / "a" / "shard-000.tar"
+            said = f"is not writable: reading its largest file instead of a test file, {largest}"
+            assert f"{said} (80 MiB)" in done.stderr, done.stderr
+            assert "sequential read" in done.stdout and "IOPS" in done.stdout, done.stdout
+            assert sorted(p.name for p in mnt.rglob("*")) == before
+
+
+@pytest.mark.skipif(NEEDS_ROOT, reason="needs root and losetup for a read-only ext4")
+def test_a_read_only_directory_of_small_files_is_one_line(tmp_path: Path) -> None:
+    with ext4_loop(tmp_path, 64) as (mnt, _dev):
+        for i in range(20):
+            (mnt / f"img-{i:03d}.jpg").write_bytes(os.urandom(100_000 + i))
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        done = bench_run(mnt, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"diskinfo: error: {mnt}: not writable, and no file of at least 64 MiB in it to read "
+        "instead (its largest is 97.7 KiB); pass a large file on the same disk\n"
+    )

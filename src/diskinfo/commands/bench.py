@@ -1,7 +1,7 @@
 """`diskinfo bench PATH`: the device's sequential bandwidth and random 4 KiB IOPS, stored for the
 verdicts under the device's identity. A directory gets a temporary test file (removed
-afterwards); a regular file is read as it is, read-only, so a dataset file can serve without
-being touched."""
+afterwards; one mounted read-only: its largest file is read); a regular file is read as it
+is, read-only, so a dataset file can serve without being touched."""
 
 from __future__ import annotations
 
