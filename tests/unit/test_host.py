@@ -139,9 +139,29 @@ def test_tree_size_follows_linked_directories_once_and_never_loops(tmp_path):
     (data / "bird").symlink_to(store / "bird")
     (data / "bird2").symlink_to(store / "bird")  # the same directory twice
     (data / "cat" / "up").symlink_to(data)  # a loop
-    (data / "cat" / "one.jpg").symlink_to(store / "bird" / "0.jpg")  # a file link: not followed
+    (data / "cat" / "one.jpg").symlink_to(store / "bird" / "0.jpg")  # its folder is walked
     (data / "gone").symlink_to(tmp_path / "nowhere")
     assert tree_size([str(data)]) == (4300, True)
+
+
+def test_tree_size_counts_linked_files_once_as_a_hugging_face_snapshot_holds_them(tmp_path):
+    """A hub snapshot's files are links into blobs/: the data is all behind links. Counted
+    0 bytes, a 'dataset' of gigabytes 'fit in RAM' and the verdict advised preloading it."""
+    repo = tmp_path / "datasets--org--name"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "snapshots" / "abc123" / "data").mkdir(parents=True)
+    for i, n in enumerate((5000, 7000)):
+        (repo / "blobs" / f"sha{i}").write_bytes(b"x" * n)
+        link = repo / "snapshots" / "abc123" / "data" / f"train-{i}.parquet"
+        link.symlink_to(Path("../../../blobs") / f"sha{i}")  # relative, as the hub makes them
+    snapshot = repo / "snapshots" / "abc123"
+    (snapshot / "again.parquet").symlink_to(repo / "blobs" / "sha0")  # the same blob twice
+    (snapshot / "README.md").write_bytes(b"r" * 100)
+    (snapshot / "gone.parquet").symlink_to(repo / "blobs" / "missing")
+    assert tree_size([str(snapshot)]) == (12100, True)
+    # the whole repository watched: the blobs are walked, their links add nothing
+    assert tree_size([str(repo)]) == (12100, True)
+    assert tree_size([str(snapshot), str(repo / "blobs")]) == (12100, True)
 
 
 def test_tree_size_counts_hard_links_once_and_overlapping_roots_once(tmp_path):

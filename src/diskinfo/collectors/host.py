@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,18 +38,19 @@ SHM_PATH = "/dev/shm"
 
 
 def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> tuple[int, bool]:
-    """(bytes in regular files under paths, complete?). Links to directories are followed, as
-    ImageFolder and `diskinfo pack` follow them (a dataset assembled from linked class
-    directories is read through them), each directory walked once however it is reached, so
-    a link back up ends there; links to files are not (a split made of links into a pool
-    that is walked too would count twice). Each file counts once even when paths overlap or
-    files are hard-linked.
+    """(bytes in regular files under paths, complete?). Links are followed, as ImageFolder
+    and `diskinfo pack` follow them (a dataset assembled from linked class directories, a
+    Hugging Face snapshot whose files are links into blobs/): each directory is walked once
+    however it is reached, so a link back up ends there, and a linked file counts once, and
+    not at all where the walk reaches its directory (a split of links into a pool that is
+    walked too). Each file counts once even when paths overlap or files are hard-linked.
 
-    Memory stays flat for millions of files: only directories (few) and files with more than
-    one link (rare) are remembered, not every file seen.
+    Memory stays flat for millions of files: only directories (few), files with more than
+    one link (rare) and link targets are remembered, not every file seen.
     """
     seen_dirs: set[tuple[int, int]] = set()
     seen_links: set[tuple[int, int]] = set()
+    linked: dict[tuple[int, int], tuple[int, str]] = {}  # a file link's target: size, directory
     total = 0
     entries = 0
     stack: list[str] = []
@@ -85,10 +87,23 @@ def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> t
                             stack.append(entry.path)
                         elif entry.is_file(follow_symlinks=False):
                             count_file(entry.stat(follow_symlinks=False))
+                        elif entry.is_symlink():
+                            target = os.path.realpath(entry.path)
+                            st = os.stat(target)
+                            if stat.S_ISREG(st.st_mode):
+                                key = (st.st_dev, st.st_ino)
+                                linked[key] = (st.st_size, os.path.dirname(target))
                     except OSError:
                         continue
         except OSError:
             continue
+    for key, (size, directory) in linked.items():  # once the walk knows what it walked
+        try:
+            st = os.stat(directory)
+        except OSError:
+            continue
+        if key not in seen_links and (st.st_dev, st.st_ino) not in seen_dirs:
+            total += size
     return total, True
 
 
