@@ -22,6 +22,23 @@ rm -rf "$STARTUP_STATE_DIR"
 mkdir -p "$STARTUP_STATE_DIR"
 chmod 0755 "$STARTUP_STATE_DIR"
 
+# `docker run IMAGE jupyter lab [OPTIONS]` (jupyter/docker-stacks' way to ask for a server)
+# asks for what this image serves already: it is taken as that request, and the container
+# runs its services without a training command (40-jupyter.sh says so). Run as a training
+# command, a second JupyterLab met the image's own Jupyter configuration and ended the
+# container with "token file ''".
+jupyter_words=0
+export JUPYTER_AS_COMMAND=""  # never `docker run -e`'s: set here alone, unset by 40-jupyter.sh
+case "${1:-}" in
+  jupyter) [[ ${2:-} =~ ^(lab|notebook|server)$ ]] && jupyter_words=2 ;;
+  jupyter-lab | jupyter-notebook | jupyter-server | start-notebook.sh | start-notebook.py) jupyter_words=1 ;;
+esac
+if [ "$jupyter_words" -gt 0 ]; then
+  JUPYTER_AS_COMMAND="$*"
+  shift "$#"
+fi
+unset jupyter_words
+
 # The training command: one NUL-terminated argument after another, so that no shell and no
 # supervisord %(...)s expansion ever re-parses it; run-train.sh reads it back as an array.
 if [ "$#" -gt 0 ]; then

@@ -93,3 +93,36 @@ def test_jupyter_args_arrive_as_separate_arguments_without_a_shell(container):
     assert "--ServerApp.base_url=/proj/" in argv
     code, _ = running.exec("ls /tmp/pwned /tmp/pwned2")
     assert code != 0, "JUPYTER_ARGS went through a shell"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["jupyter", "lab", "--ip=0.0.0.0", "--allow-root", "--no-browser"],
+        ["start-notebook.py"],
+    ],
+    ids=["jupyter-lab", "start-notebook"],
+)
+def test_a_jupyter_command_gets_the_images_jupyterlab(container, jupyter_ready, command):
+    """`docker run IMAGE jupyter lab ...`, as with jupyter/docker-stacks, ran a second
+    JupyterLab as the training command: it met the image's Jupyter configuration, printed
+    "Jupyter refuses to start: token file ''" and ended the container with exit 1."""
+    running = container(*command, env={"JUPYTER_ENABLE": "1", "JUPYTER_TOKEN": TOKEN})
+    assert jupyter_ready(running) == TOKEN
+    base = f"http://127.0.0.1:{running.ports['JUPYTER_PORT']}"
+    auth = {"Authorization": f"token {TOKEN}"}
+    assert requests.get(f"{base}/api/status", headers=auth, timeout=5).status_code == 200
+    time.sleep(3)
+    assert running.status() == "running"
+    status = running.supervisor_status()
+    assert status.get("jupyter") == "RUNNING" and status.get("train") != "RUNNING", status
+    logs = running.logs()
+    said = f"the command '{' '.join(command)}' asks for JupyterLab: this image serves it already"
+    assert said in logs and "refuses to start" not in logs, logs[-3000:]
+
+
+def test_a_jupyter_command_with_jupyter_off_is_one_line(container):
+    running = container("jupyter", "lab", env={"JUPYTER_ENABLE": "0"})
+    assert running.wait(timeout=60) == 1
+    errors = [line for line in running.logs().splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and "JUPYTER_ENABLE=0 turns off" in errors[0], errors
