@@ -13,6 +13,12 @@ c = get_config()  # noqa: F821 - injected by Jupyter's config loader
 
 def _token() -> str:
     path = os.environ.get("JUPYTER_TOKEN_FILE", "")
+    if not path:  # a `jupyter lab` typed in a shell of the container (SSH, docker exec)
+        raise SystemExit(
+            "Jupyter refuses to start without a token: this image's JupyterLab already runs,"
+            " at the URL in the banner (docker logs); a second server needs JUPYTER_TOKEN_FILE"
+            " naming a file that holds its token (and another --port)"
+        )
     try:
         with open(path) as f:
             token = f.read().strip()

@@ -99,3 +99,11 @@ def test_user_config_cannot_switch_the_token_or_xsrf_off(container):
         timeout=90,
     )
     assert code not in (0, 124) and "refuses to start: the token in /tmp/empty is empty" in out
+    # `jupyter lab` typed in a shell of the container: no token file, so no server, and why
+    code, out = running.exec(
+        f"env -u JUPYTER_TOKEN_FILE timeout 60 jupyter-lab --no-browser --port={net.free_port()}",
+        user="jovyan",
+        timeout=90,
+    )
+    assert code not in (0, 124), out
+    assert "refuses to start without a token: this image's JupyterLab already runs" in out, out
