@@ -205,6 +205,8 @@ def largest_file(directory: str, max_entries: int = FIND_MAX_ENTRIES) -> tuple[s
         with contextlib.suppress(OSError), os.scandir(pending.pop()) as entries:
             for entry in entries:
                 seen += 1
+                if seen > max_entries:
+                    break  # one huge folder too: the search stays bounded
                 with contextlib.suppress(OSError):
                     st = entry.stat(follow_symlinks=False)
                     if st.st_dev != top_dev:

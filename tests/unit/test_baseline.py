@@ -242,3 +242,14 @@ def test_the_live_device_under_a_directory_has_an_identity(tmp_path):
         pytest.skip(str(exc))
     live = read_identity(device)
     assert live is not None and live.size_bytes > 0 and live == read_identity(device)
+
+
+def test_the_largest_file_search_is_bounded_and_stays_on_its_filesystem(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "big.bin").write_bytes(b"x" * 3000)
+    (tmp_path / "small.bin").write_bytes(b"x" * 10)
+    (tmp_path / "link.bin").symlink_to(tmp_path / "a" / "b" / "big.bin")  # not followed
+    assert bench.largest_file(str(tmp_path)) == (str(tmp_path / "a" / "b" / "big.bin"), 3000)
+    # one huge folder: its first entries only (here one: small.bin, a or link.bin)
+    found = bench.largest_file(str(tmp_path), max_entries=1)
+    assert found is None or found[1] <= 10
