@@ -103,6 +103,31 @@ def test_a_python_launcher_is_no_main(launcher):
     assert assign_roles(tree, root=30) == {30: "launcher", 31: "main", 32: "worker"}
 
 
+def test_roles_without_publishers_find_the_ranks_a_script_spawns():
+    # torch.multiprocessing.spawn (the DDP tutorial's way): the script waits, its children
+    # train, each with DataLoader workers of its own
+    spawn = "python3 -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)"
+    tree = [
+        snap(50, 1, "python3", cmd="python3 train_ddp.py"),
+        snap(51, 50, "python3", cmd=f"{spawn} --multiprocessing-fork"),
+        snap(52, 50, "python3", cmd=f"{spawn} --multiprocessing-fork"),
+        snap(53, 51, "python3", cmd=f"{spawn} --multiprocessing-fork"),
+        snap(54, 52, "python3", cmd=f"{spawn} --multiprocessing-fork"),
+        snap(55, 50, "python3", cmd="python3 -c from multiprocessing.resource_tracker import main"),
+    ]
+    roles = assign_roles(tree, root=50)
+    assert roles == {
+        50: "launcher",
+        51: "main",
+        52: "main",
+        53: "worker",
+        54: "worker",
+        55: "child",
+    }
+    # workers without children of their own stay workers (TREE above: one main, two workers)
+    assert assign_roles(TREE, root=10)[11] == "main"
+
+
 def test_a_script_that_only_mentions_a_launcher_is_still_main():
     p = snap(40, 1, "python3", cmd="python3 train.py --note torchrun")
     assert not is_launcher(p)

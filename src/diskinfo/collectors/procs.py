@@ -85,8 +85,9 @@ def assign_roles(
     procs: Iterable[ProcSnapshot], root: int, publishers: Iterable[int] = ()
 ) -> dict[int, str]:
     """Role per PID. "main": a process that publishes loader figures, else the outermost Python
-    processes from the root down that are no launcher (torchrun's ranks, side by side), else
-    the root; "worker": children of a main process (DataLoader workers), "helper" for
+    processes from the root down that are no launcher (torchrun's ranks, side by side; the
+    ranks of a script that spawns them, where they start workers of their own), else the
+    root; "worker": children of a main process (DataLoader workers), "helper" for
     multiprocessing's tracker processes; "launcher": the main's ancestors (shell, torchrun);
     "child": everything else."""
     procs = list(procs)
@@ -95,23 +96,34 @@ def assign_roles(
     for p in procs:
         if p.pid != root:
             children.setdefault(p.ppid, []).append(p.pid)
+
+    def trains(pid: int) -> bool:  # a Python process that may run a training loop
+        p = by_pid.get(pid)
+        return (
+            p is not None
+            and "python" in p.name.lower()
+            and not is_launcher(p)
+            and not any(m in p.cmdline for m in HELPER_MARKERS)
+        )
+
     mains = {pid for pid in publishers if pid in by_pid}
     if not mains:
         level, depth = [root], 0
         while level and not mains and depth < MAX_PROCESSES:
             # breadth first: the outermost Python processes are the training script (one, or
             # one per rank under a launcher)
-            mains = {
-                pid
-                for pid in level
-                if pid in by_pid
-                and "python" in by_pid[pid].name.lower()
-                and not is_launcher(by_pid[pid])
-                and not any(m in by_pid[pid].cmdline for m in HELPER_MARKERS)
-            }
+            mains = {pid for pid in level if trains(pid)}
             level = [c for pid in level for c in sorted(children.get(pid, []))]
             depth += 1
-        mains = mains or {root}
+        # torch.multiprocessing.spawn: the script's children that have Python children of
+        # their own (DataLoader workers) are its ranks; a DataLoader worker starts none
+        ranks = {
+            child
+            for main in mains
+            for child in children.get(main, [])
+            if trains(child) and any(trains(g) for g in children.get(child, []))
+        }
+        mains = ranks or mains or {root}
     roles: dict[int, str] = {}
     for main in mains & by_pid.keys():  # the root may be gone already
         roles[main] = "main"
