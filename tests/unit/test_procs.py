@@ -111,7 +111,7 @@ def test_roles_without_publishers_find_the_ranks_a_script_spawns():
         snap(50, 1, "python3", cmd="python3 train_ddp.py"),
         snap(51, 50, "python3", cmd=f"{spawn} --multiprocessing-fork"),
         snap(52, 50, "python3", cmd=f"{spawn} --multiprocessing-fork"),
-        snap(53, 51, "python3", cmd=f"{spawn} --multiprocessing-fork"),
+        snap(53, 51, "pt_data_worker", cmd=f"{spawn} --multiprocessing-fork"),  # PyTorch's name
         snap(54, 52, "python3", cmd=f"{spawn} --multiprocessing-fork"),
         snap(55, 50, "python3", cmd="python3 -c from multiprocessing.resource_tracker import main"),
     ]

@@ -81,6 +81,14 @@ def is_launcher(p: ProcSnapshot) -> bool:
     return len(argv) == 3 and argv[1] == "-m" and argv[2] in LAUNCHER_MODULES
 
 
+def loader_worker(p: ProcSnapshot) -> bool:
+    """A process a DataLoader may have started: PyTorch names its workers pt_data_worker (the
+    kernel keeps "pt_data_worker"'s first 15 bytes, or less), else a Python one."""
+    return p.name.startswith("pt_") or (
+        "python" in p.name.lower() and not any(m in p.cmdline for m in HELPER_MARKERS)
+    )
+
+
 def assign_roles(
     procs: Iterable[ProcSnapshot], root: int, publishers: Iterable[int] = ()
 ) -> dict[int, str]:
@@ -115,13 +123,13 @@ def assign_roles(
             mains = {pid for pid in level if trains(pid)}
             level = [c for pid in level for c in sorted(children.get(pid, []))]
             depth += 1
-        # torch.multiprocessing.spawn: the script's children that have Python children of
-        # their own (DataLoader workers) are its ranks; a DataLoader worker starts none
+        # torch.multiprocessing.spawn: the script's children that have DataLoader workers of
+        # their own are its ranks; a DataLoader worker starts none
         ranks = {
             child
             for main in mains
             for child in children.get(main, [])
-            if trains(child) and any(trains(g) for g in children.get(child, []))
+            if trains(child) and any(loader_worker(by_pid[g]) for g in children.get(child, []))
         }
         mains = ranks or mains or {root}
     roles: dict[int, str] = {}
