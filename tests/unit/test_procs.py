@@ -128,6 +128,18 @@ def test_roles_without_publishers_find_the_ranks_a_script_spawns():
     assert assign_roles(TREE, root=10)[11] == "main"
 
 
+def test_torch_compiles_worker_pool_is_a_helper_and_no_rank():
+    # inductor's SubprocPool: a compile_worker child of the script with a pool of its own
+    pool = "python3 -m torch._inductor.compile_worker --pickler x --workers 2 --parent 60"
+    tree = [
+        snap(60, 1, "python3", cmd="python3 train.py"),
+        snap(61, 60, "python3", cmd=pool),
+        snap(62, 61, "python3", cmd=pool),
+        snap(63, 60, "pt_data_worker", cmd="python3 train.py"),
+    ]
+    assert assign_roles(tree, root=60) == {60: "main", 61: "helper", 62: "child", 63: "worker"}
+
+
 def test_a_script_that_only_mentions_a_launcher_is_still_main():
     p = snap(40, 1, "python3", cmd="python3 train.py --note torchrun")
     assert not is_launcher(p)

@@ -26,7 +26,9 @@ from diskinfo.record import IntervalRecord, ProcessIO
 MAX_PROCESSES = 256
 TREE_RESCAN_S = 5.0  # a new worker set (each epoch without persistent_workers) shows within
 ROLE_ORDER = {"launcher": 0, "main": 1, "worker": 2, "helper": 3, "child": 4}
-HELPER_MARKERS = ("resource_tracker", "forkserver", "semaphore_tracker")
+# multiprocessing's trackers, and torch.compile's pool of compile workers (busy while it
+# compiles: no DataLoader worker to judge)
+HELPER_MARKERS = ("resource_tracker", "forkserver", "semaphore_tracker", "compile_worker")
 LAUNCHERS = {"torchrun", "accelerate", "deepspeed"}  # console scripts: argv[0] or argv[1]
 LAUNCHER_MODULES = {
     "torch.distributed.run",
@@ -123,13 +125,15 @@ def assign_roles(
             mains = {pid for pid in level if trains(pid)}
             level = [c for pid in level for c in sorted(children.get(pid, []))]
             depth += 1
-        # torch.multiprocessing.spawn: the script's children that have DataLoader workers of
-        # their own are its ranks; a DataLoader worker starts none
+        # torch.multiprocessing.spawn: the script's spawned children that have DataLoader
+        # workers of their own are its ranks; a DataLoader worker starts none
         ranks = {
             child
             for main in mains
             for child in children.get(main, [])
-            if trains(child) and any(loader_worker(by_pid[g]) for g in children.get(child, []))
+            if trains(child)
+            and "spawn_main" in by_pid[child].cmdline
+            and any(loader_worker(by_pid[g]) for g in children.get(child, []))
         }
         mains = ranks or mains or {root}
     roles: dict[int, str] = {}
