@@ -83,12 +83,23 @@ def is_launcher(p: ProcSnapshot) -> bool:
     return len(argv) == 3 and argv[1] == "-m" and argv[2] in LAUNCHER_MODULES
 
 
+def is_helper(p: ProcSnapshot) -> bool:
+    return any(m in p.cmdline for m in HELPER_MARKERS)
+
+
+def is_python(p: ProcSnapshot) -> bool:
+    return "python" in p.name.lower()
+
+
+def trains(p: ProcSnapshot) -> bool:
+    """A Python process that may run a training loop: no launcher, no helper."""
+    return is_python(p) and not is_launcher(p) and not is_helper(p)
+
+
 def loader_worker(p: ProcSnapshot) -> bool:
     """A process a DataLoader may have started: PyTorch names its workers pt_data_worker (the
     kernel keeps "pt_data_worker"'s first 15 bytes, or less), else a Python one."""
-    return p.name.startswith("pt_") or (
-        "python" in p.name.lower() and not any(m in p.cmdline for m in HELPER_MARKERS)
-    )
+    return p.name.startswith("pt_") or (is_python(p) and not is_helper(p))
 
 
 def assign_roles(
@@ -107,22 +118,13 @@ def assign_roles(
         if p.pid != root:
             children.setdefault(p.ppid, []).append(p.pid)
 
-    def trains(pid: int) -> bool:  # a Python process that may run a training loop
-        p = by_pid.get(pid)
-        return (
-            p is not None
-            and "python" in p.name.lower()
-            and not is_launcher(p)
-            and not any(m in p.cmdline for m in HELPER_MARKERS)
-        )
-
     mains = {pid for pid in publishers if pid in by_pid}
     if not mains:
         level, depth = [root], 0
         while level and not mains and depth < MAX_PROCESSES:
             # breadth first: the outermost Python processes are the training script (one, or
             # one per rank under a launcher)
-            mains = {pid for pid in level if trains(pid)}
+            mains = {pid for pid in level if pid in by_pid and trains(by_pid[pid])}
             level = [c for pid in level for c in sorted(children.get(pid, []))]
             depth += 1
         # torch.multiprocessing.spawn: the script's spawned children that have DataLoader
@@ -131,7 +133,7 @@ def assign_roles(
             child
             for main in mains
             for child in children.get(main, [])
-            if trains(child)
+            if trains(by_pid[child])
             and "spawn_main" in by_pid[child].cmdline
             and any(loader_worker(by_pid[g]) for g in children.get(child, []))
         }
@@ -142,8 +144,7 @@ def assign_roles(
         for child in children.get(main, []):
             if child in mains:
                 continue
-            helper = any(m in by_pid[child].cmdline for m in HELPER_MARKERS)
-            roles[child] = "helper" if helper else "worker"
+            roles[child] = "helper" if is_helper(by_pid[child]) else "worker"
         parent = by_pid[main].ppid
         while parent in by_pid and parent not in roles:
             roles[parent] = "launcher"
