@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from diskinfo.tune import Options, tune
-from tests.unit.test_tune import check_within
+from tests.helpers.tune_judge import check_within
 
 pytestmark = [
     pytest.mark.system,
