@@ -88,6 +88,26 @@ def test_one_first_pass_cut_short_leaves_the_cache_partly_warm() -> None:
     assert runner.cache == "warm"
 
 
+def test_a_short_look_at_close_settings_is_said() -> None:
+    """Readings of 1.5 s vary 5-12%: two settings 4% apart are not told apart at that length,
+    and the user is told so; 3 s readings, or a clear winner, need no note."""
+    from diskinfo.tune.runner import Result
+    from diskinfo.tune.table import caveat
+
+    def result(setting: Setting, rate: float, seconds: float) -> Result:
+        return Result(setting, int(rate * seconds), seconds, 0.2, 0.1, 1.0, 0.9, "warm")
+
+    fast, close, slow = Setting(2, 4), Setting(2, 2, True), Setting(0)
+    short = [result(fast, 1400, 1.2), result(close, 1350, 1.2), result(slow, 600, 1.2)]
+    (line,) = caveat(short, short[0], 4000, 20)
+    assert "about 1.2 s of the 20 s budget" in line and "within 10%" in line
+    assert "(1 more here)" in line and "--budget" in line
+    long = [result(fast, 1400, 3.5), result(close, 1350, 3.5)]
+    assert caveat(long, long[0], 4000, 120) == []
+    apart = [result(fast, 1400, 1.2), result(slow, 600, 1.2)]
+    assert caveat(apart, apart[0], 4000, 20) == []
+
+
 def test_current_setting_parses() -> None:
     s = parse_current("num_workers=4,persistent_workers=true")
     assert s == Setting(4, 2, True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from diskinfo.pack.progress import Bar
 from diskinfo.tune import Options, tune
-from diskinfo.tune.table import plot, render, verdict, write_json
+from diskinfo.tune.table import caveat, plot, render, verdict, write_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"first pass over the {what}: {p['samples']:,} samples in {p['seconds']} s ({done})")
     print(render(outcome.results, outcome.current, outcome.chosen, outcome.epoch))
     for line in verdict(outcome.chosen, outcome.current, outcome.epoch, outcome.batch_size):
+        print(line)
+    for line in caveat(outcome.results, outcome.chosen, outcome.epoch, opts.budget):
         print(line)
     print(f"written: {prefix.with_suffix('.json')}" + (f", {png}" if drew else " (no PNG: "
           "matplotlib is not installed)"))  # fmt: skip

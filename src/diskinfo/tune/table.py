@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,10 @@ from diskinfo.png import pyplot, save
 from diskinfo.tune.runner import Result
 
 TIE = 0.03  # settings within 3% of the fastest count as equal: the cheapest of them wins
+# Below this per measurement, one setting's rate varied 5-12% from reading to reading on two
+# shared cores (3 s: 2-3%; docs/tune.md): settings within NEAR of the pick are not told apart
+SHORT_LOOK_S = 3.0
+NEAR = 0.10
 
 
 def best(results: list[Result], epoch: int | None) -> Result:
@@ -58,6 +63,23 @@ def verdict(chosen: Result, current: Result, epoch: int | None, batch_size: int)
         f"{g:.2f}x the current setting ({current.setting.label()}: "
         f"{current.epoch_rate(epoch):,.0f} samples/s)",
         f"apply: DataLoader({source}, batch_size={batch_size}, {kwargs})",
+    ]
+
+
+def caveat(results: list[Result], chosen: Result, epoch: int | None, budget: float) -> list[str]:
+    """Said when the pick among close settings rests on readings too short to tell them apart:
+    the table's order among them is then partly luck, and a longer budget settles it."""
+    look = statistics.median(r.seconds / r.runs for r in results)
+    rate = chosen.epoch_rate(epoch)
+    close = [
+        r for r in results if r is not chosen and abs(r.epoch_rate(epoch) - rate) < NEAR * rate
+    ]
+    if look >= SHORT_LOOK_S or not close:
+        return []
+    return [
+        f"note: each setting was read for about {look:.1f} s of the {budget:g} s budget, too "
+        f"short to tell apart settings within {NEAR:.0%} of each other ({len(close)} more "
+        f"here): a longer --budget (the default is 120 s) gives a firmer pick"
     ]
 
 
