@@ -411,3 +411,30 @@ def test_a_shell_that_becomes_python_is_the_main(tmp_path):
     finally:
         shell.kill()
         shell.wait()
+
+
+def test_training_shorter_than_one_interval_is_no_warning(tmp_path):
+    """The image's monitor samples every 5 s: a command that ended before the first sample
+    printed 'training PID N is not running' in docker logs after its clean exit. Seen running
+    at start, or named by a PID file written since the start: it ran and ended."""
+    pid_file = tmp_path / "train.pid"
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    pid_file.write_text(f"{child.pid}\n")
+    time.sleep(0.05)  # written well before the monitor starts
+    collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+    collector.start()  # the command runs now
+    child.communicate(b"")
+    collector.fill(record := IntervalRecord(ts=0, elapsed_s=5.0))
+    assert record.warnings == [] and record.procs == []
+
+    pid_file.unlink()
+    collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+    collector.start()  # no command yet
+    time.sleep(0.05)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    pid_file.write_text(f"{child.pid}\n")  # written since the start, ended by the first sample
+    child.wait()
+    collector.fill(record := IntervalRecord(ts=0, elapsed_s=5.0))
+    assert record.warnings == [] and record.procs == []

@@ -338,6 +338,28 @@ class ProcsCollector(BaseCollector):
         self._tree = TreeReader()
         self._seen: int | None = None  # the last training PID seen running
         self._owed: dict[tuple[int, float], Owed] = {}
+        self._started = time.time()
+
+    def start(self) -> None:
+        """The first look, before the first interval: a command running now and gone by the
+        first sample ran and ended (a run shorter than one interval), not a stale PID file."""
+        self._started = time.time()
+        if self.pid_file is None:
+            return
+        try:
+            root = parse_pid_file(Path(self.pid_file).read_text())
+        except (OSError, ValueError, IndexError):
+            return  # the first fill says what is wrong with it, if that lasts
+        if psutil.pid_exists(root):
+            self._seen = root
+
+    def _written_since_start(self) -> bool:
+        """A PID file written while this monitor ran names a command that ran in that time."""
+        assert self.pid_file is not None
+        try:
+            return Path(self.pid_file).stat().st_mtime > self._started
+        except OSError:
+            return False
 
     def _root(self) -> int | None:
         assert self.pid_file is not None
@@ -363,8 +385,9 @@ class ProcsCollector(BaseCollector):
         tree = self._tree.read(root)
         if not tree:
             # one that ran and ended is no fault: the verdict says no training command runs;
-            # one never seen running is worth a word (a PID file left from an earlier run?)
-            if root != self._seen:
+            # one never seen running, in a file older than this monitor, is worth a word (a
+            # PID file left from an earlier run?)
+            if root != self._seen and not self._written_since_start():
                 self.notes.once(f"procs: training PID {root} is not running")
             self.notes.flush(record)
             self._previous = {}
