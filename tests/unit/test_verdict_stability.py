@@ -27,6 +27,7 @@ from diskinfo.record import (
     LoaderFigures,
     ProcessIO,
 )
+from diskinfo.report import summarise
 from diskinfo.sinks.textlog import TextLogSink
 
 
@@ -319,6 +320,33 @@ def test_a_run_too_short_for_the_wrap_hint_ends_on_it(tmp_path, measured, wrap):
     assert run.startswith("[Run] 30 s watched: "), run
     hint = " | first fix to try: wrap the DataLoader the loop iterates with diskinfo.torch.watch"
     assert (hint in run) == wrap, run
+    assert "train for a minute" not in run  # six intervals: long enough to be judged
+
+
+def test_a_run_that_ended_before_it_could_be_judged_says_run_longer(tmp_path):
+    """The README's step 2 on a small train.py: the loop ran 26% of the monitor's first
+    5 s interval, then ended; '[Run] 5 s watched: unknown 100%' left a first try with no
+    word. The same line for report's top fix (one rule, VerdictTally)."""
+    echo = io.StringIO()
+    sink = TextLogSink(str(tmp_path), echo=echo, console="verdicts")
+    diag = Diagnoser({}, hold=1)
+    proc = [ProcessIO(pid=7, name="python", role="main", cpu_percent=100)]
+    started = _rec(procs=proc, loader=_loader(0.5))
+    started.loader.wait_s = started.loader.step_s = 0.65  # 1.3 s of the 5 s interval
+    ended = _rec()  # the stop's last, partial interval: the command has exited
+    ended.ts, ended.elapsed_s = started.ts + 0.4, 0.4
+    records = [started, ended]
+    for r in records:
+        r.verdict = diag(r)
+        sink.write(r)
+    assert [r.verdict.verdict for r in records] == ["unknown", "idle"]  # held unknown at hold=2
+    sink.close()
+    run = echo.getvalue().splitlines()[-1].split(" ", 1)[1]
+    assert run.startswith("[Run] 5 s watched: unknown 93%, idle 7% | first fix to try: train "
+                          "for a minute or more: "), run  # fmt: skip
+    assert "verdicts judge the ones after it (5 s each here)" in run
+    summary = summarise(records)
+    assert summary.top_fix is not None and summary.top_fix.startswith("train for a minute")
 
 
 def test_no_run_line_without_a_sample(tmp_path):

@@ -122,6 +122,16 @@ def wrap_fix(wrapped_not_iterated: int) -> str:
     )
 
 
+def longer_fix(interval_s: float) -> str:
+    """For a run that ended before any interval could be judged: the interval the loop starts
+    in is start-up, and a toy first try would otherwise end on 'unknown 100%' and no word."""
+    each = f"{interval_s:.0f}" if interval_s >= 1 else f"{interval_s:.1f}"
+    return (
+        "train for a minute or more: the interval the loop starts in is start-up, verdicts "
+        f"judge the ones after it ({each} s each here)"
+    )
+
+
 def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
     loader = s.loader
     workers = workers_fix(s)

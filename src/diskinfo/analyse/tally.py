@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from diskinfo.analyse.fixes import wrap_fix
-from diskinfo.record import UNKNOWN, IntervalRecord, Verdict
+from diskinfo.analyse.fixes import longer_fix, wrap_fix
+from diskinfo.record import IDLE, UNKNOWN, IntervalRecord, Verdict
 
 NO_VERDICT = "no verdict"  # intervals recorded without a verdict (analysis failed or off)
+# a measured run of at most this many intervals, none judged (unknown, then idle once the
+# command ended), ended before it could be judged: the loop's first interval is start-up
+TOO_SHORT_INTERVALS = 3
 
 
 def verdict_of(record: IntervalRecord) -> str:
@@ -25,10 +28,14 @@ class VerdictTally:
         # a training command ran, but nothing measured its loop: neither loop figures nor a GPU
         self._trained = self._measured = False
         self._not_iterated = 0
+        self._intervals = 0
+        self._interval_s = 0.0  # the longest interval seen: the monitor's own
 
     def add(self, record: IntervalRecord) -> None:
         v: Verdict | None = record.verdict
         self.total_s += max(record.elapsed_s, 0.0)
+        self._intervals += 1
+        self._interval_s = max(self._interval_s, record.elapsed_s)
         self.seconds[verdict_of(record)] += record.elapsed_s
         if v is not None and v.fixes:
             self._fixes[(v.verdict, v.fixes[0])] += record.elapsed_s
@@ -46,11 +53,19 @@ class VerdictTally:
         """(verdict, fix): the fix held longest, an input-bound one first (that is what
         costs GPU time). A run too short for the monitor's "wrap it" hint, with a training
         command that nothing measured, gets that hint here: after the run nothing else
-        could be judged. None when there is no fix to name."""
+        could be judged; a measured run that ended before its loop's second interval is told
+        to run longer. None when there is no fix to name."""
         inputs = {k: t for k, t in self._fixes.items() if k[0].startswith("input-bound")}
         pool = inputs or self._fixes
         if pool:
             return max(pool, key=lambda k: (pool[k], k))
         if self._trained and not self._measured:
             return UNKNOWN, wrap_fix(self._not_iterated)
+        if (
+            self._measured
+            and UNKNOWN in self.seconds
+            and set(self.seconds) <= {UNKNOWN, IDLE}  # idle: after the command ended
+            and self._intervals <= TOO_SHORT_INTERVALS
+        ):
+            return UNKNOWN, longer_fix(self._interval_s)
         return None
