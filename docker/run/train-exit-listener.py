@@ -51,6 +51,9 @@ def handle(event: str, payload: dict[str, str], keep_alive: bool, state: Path = 
 
 def main() -> None:
     keep_alive = os.environ.get("KEEP_ALIVE") == "1"  # 01-settings.sh made it 1 or 0
+    # supervisord's SIGTERM at the container's end is this listener's normal end: exit 0, so
+    # docker logs says "stopped: train-exit (exit status 0)", not a WARN "terminated by SIGTERM"
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))
     while True:
         sys.stdout.write("READY\n")
         sys.stdout.flush()
