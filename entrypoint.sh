@@ -29,7 +29,8 @@ chmod 0755 "$STARTUP_STATE_DIR"
 # container with "token file ''".
 jupyter_words=0
 export JUPYTER_AS_COMMAND=""  # never `docker run -e`'s: set here alone, unset by 40-jupyter.sh
-case "${1:-}" in
+command_name=${1:-}
+case "${command_name##*/}" in  # by name, with or without its path (/opt/venv/bin/jupyter lab)
   jupyter) [[ ${2:-} =~ ^(lab|notebook|server)$ ]] && jupyter_words=2 ;;
   jupyter-lab | jupyter-notebook | jupyter-server | start-notebook.sh | start-notebook.py) jupyter_words=1 ;;
 esac
@@ -37,7 +38,7 @@ if [ "$jupyter_words" -gt 0 ]; then
   JUPYTER_AS_COMMAND="$*"
   shift "$#"
 fi
-unset jupyter_words
+unset jupyter_words command_name
 
 # The training command: one NUL-terminated argument after another, so that no shell and no
 # supervisord %(...)s expansion ever re-parses it; run-train.sh reads it back as an array.

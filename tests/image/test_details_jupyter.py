@@ -100,8 +100,9 @@ def test_jupyter_args_arrive_as_separate_arguments_without_a_shell(container):
     [
         ["jupyter", "lab", "--ip=0.0.0.0", "--allow-root", "--no-browser"],
         ["start-notebook.py"],
+        ["/opt/venv/bin/jupyter", "lab"],  # with its path: the same request
     ],
-    ids=["jupyter-lab", "start-notebook"],
+    ids=["jupyter-lab", "start-notebook", "full-path"],
 )
 def test_a_jupyter_command_gets_the_images_jupyterlab(container, jupyter_ready, command):
     """`docker run IMAGE jupyter lab ...`, as with jupyter/docker-stacks, ran a second
