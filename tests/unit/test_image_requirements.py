@@ -64,3 +64,15 @@ def test_the_dockerfile_installs_python_packages_only_from_that_file_and_torch()
 def test_torch_version_is_declared_once():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert len(re.findall(r"^ARG TORCH_VERSION=", dockerfile, re.M)) == 1
+
+
+def test_the_image_builds_diskinfo_with_the_setuptools_pyproject_needs():
+    """The image builds diskinfo with --no-build-isolation, so its own setuptools must meet
+    build-system.requires; pyproject's SPDX `license` string needs setuptools 77 (the old
+    `license = {text = ...}` table printed a deprecation with a 2027-02-18 deadline on every
+    `make dev`)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["build-system"]["requires"] == ["setuptools>=77"]
+    assert isinstance(pyproject["project"]["license"], str)
+    own, _ = _requirements()
+    assert "setuptools>=77" in own, own
