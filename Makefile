@@ -24,8 +24,11 @@ TARGET ?= runtime
 TORCHVISION_VERSION ?=
 TORCHAUDIO_VERSION ?=
 BUILD_ARGS ?=
-# make run: the command to train (empty: services only) and extra docker run options
+# make run: the command to train (empty: services only), your project's folder (mounted at
+# /workspace/code, as the README's docker run mounts $PWD; the command runs in /workspace, so
+# CMD="python code/train.py"; its logs/ gets the run's logs) and extra docker run options
 CMD ?=
+CODE ?= $(CURDIR)
 RUN_ARGS ?=
 JUPYTER_PORT ?= 8888
 SSH_HOST_PORT ?= 2222
@@ -126,16 +129,16 @@ demo:
 	$(DOCKER) run --rm --shm-size=1g $(IMAGE) demo
 
 # JupyterLab on JUPYTER_PORT, SSH on SSH_HOST_PORT with your ~/.ssh key, metrics on
-# METRICS_HOST_PORT, logs in ./logs owned by you (NB_UID/NB_GID = your ids, unless you are root).
-# -it only when stdin is a terminal, so it runs from scripts and CI too.
+# METRICS_HOST_PORT, CODE at /workspace/code, logs in CODE/logs owned by you (NB_UID/NB_GID =
+# your ids, unless you are root). -it only when stdin is a terminal, so it runs from scripts too.
 run:
-	mkdir -p logs
+	code=$$(realpath -m -- "$(CODE)") && mkdir -p "$$code/logs" && \
 	$(DOCKER) run --rm $$([ -t 0 ] && echo -it) --shm-size=16g \
 	  $$(command -v nvidia-smi >/dev/null && echo --gpus all) \
 	  -p $(JUPYTER_PORT):8888 -p $(SSH_HOST_PORT):22 -p $(METRICS_HOST_PORT):9101 \
 	  -e PUBLIC_KEY="$$(cat ~/.ssh/id_*.pub 2>/dev/null)" \
 	  $$([ "$$(id -u)" != 0 ] && printf -- '-e NB_UID=%s -e NB_GID=%s' "$$(id -u)" "$$(id -g)") \
-	  -v "$$PWD/logs:/workspace/logs" \
+	  -v "$$code:/workspace/code" -v "$$code/logs:/workspace/logs" \
 	  $(RUN_ARGS) $(IMAGE) $(CMD)
 
 # Build TEST_IMAGE (on whatever BASE_IMAGE says, e.g. the stand-in) and test it in containers.

@@ -260,13 +260,13 @@ def test_demo_shows_verdicts_within_a_minute(tmp_path):
     assert "demo: done." in text
 
 
-def _make_run(tmp_path: Path, tty: bool) -> list[str]:
+def _make_run(tmp_path: Path, tty: bool, *extra: str) -> list[str]:
     """`make run`'s docker arguments, recorded by a stand-in client: the real one would publish
     ports on a bridge network, which our machines forbid."""
     shim = tmp_path / "docker-args"
     shim.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$0.out"\n')
     shim.chmod(0o755)
-    argv = ["make", "-s", "run", f"DOCKER={shim}", "IMAGE=img", "CMD=python train.py"]
+    argv = ["make", "-s", "run", f"DOCKER={shim}", "IMAGE=img", "CMD=python train.py", *extra]
     if tty:  # a terminal on stdin, as in an interactive shell
         import pty
 
@@ -295,3 +295,25 @@ def test_make_run_works_without_a_tty_and_publishes_every_port(tmp_path):
     published = {args[i + 1].split(":")[1] for i, a in enumerate(args) if a == "-p"}
     assert published == {"8888", "22", "9101"}
     assert "-it" in _make_run(tmp_path, tty=True)
+
+
+def test_make_run_mounts_the_project_as_the_readme_s_docker_run_does(tmp_path):
+    """README's "the same from make" row ran `python train.py` in /workspace with nothing of
+    the user's mounted: "can't open file '/workspace/train.py'". CODE (default: the folder
+    make runs in) is /workspace/code, and its logs/ the logs, as step 2's docker run."""
+
+    def mounts(args: list[str]) -> dict[str, str]:
+        pairs = [args[i + 1].rsplit(":", 1) for i, a in enumerate(args) if a == "-v"]
+        return {inside: outside for outside, inside in pairs}
+
+    project = tmp_path / "my project"
+    project.mkdir()
+    by_default = mounts(_make_run(tmp_path, False))
+    assert by_default["/workspace/code"] == str(ROOT), by_default
+    assert by_default["/workspace/logs"] == f"{ROOT}/logs"
+    given = mounts(_make_run(tmp_path, False, f"CODE={project}"))
+    assert given["/workspace/code"] == str(project) and (project / "logs").is_dir(), given
+    assert given["/workspace/logs"] == f"{project}/logs"
+    readme = (ROOT / "README.md").read_text().splitlines()
+    row = next(line for line in readme if "make run CODE=" in line)
+    assert 'CMD="python code/train.py"' in row, row  # the command finds the code where it is
