@@ -346,11 +346,8 @@ class ProcsCollector(BaseCollector):
         self._started = time.time()
         if self.pid_file is None:
             return
-        try:
-            root = parse_pid_file(Path(self.pid_file).read_text())
-        except (OSError, ValueError, IndexError):
-            return  # the first fill says what is wrong with it, if that lasts
-        if psutil.pid_exists(root):
+        # quiet: the first fill says what is wrong with the file, if that lasts
+        if (root := self._root(quiet=True)) is not None and psutil.pid_exists(root):
             self._seen = root
 
     def _written_since_start(self) -> bool:
@@ -361,7 +358,7 @@ class ProcsCollector(BaseCollector):
         except OSError:
             return False
 
-    def _root(self) -> int | None:
+    def _root(self, quiet: bool = False) -> int | None:
         assert self.pid_file is not None
         try:
             text = Path(self.pid_file).read_text()
@@ -369,9 +366,11 @@ class ProcsCollector(BaseCollector):
                 return None  # the image's file before a command starts, or with none to run
             return parse_pid_file(text)
         except FileNotFoundError:
-            self.notes.once(f"procs: no training PID in {self.pid_file} yet")
+            problem = f"procs: no training PID in {self.pid_file} yet"
         except (OSError, ValueError, IndexError) as exc:
-            self.notes.once(f"procs: unreadable PID file {self.pid_file}: {exc}")
+            problem = f"procs: unreadable PID file {self.pid_file}: {exc}"
+        if not quiet:
+            self.notes.once(problem)
         return None
 
     def fill(self, record: IntervalRecord) -> None:
