@@ -1,8 +1,12 @@
 """Copy stdin to stdout and to a size-rotated log file, like `tee -a` with logrotate built in.
 
 The training command's output must reach both `docker logs` (our stdout, via supervisord) and
-/workspace/logs/train.log, rotated like every other log. Bytes are passed through unchanged
-and flushed per read, so progress bars and partial lines show up at once.
+/workspace/logs/train.log, rotated like every other log. Bytes are passed through unchanged.
+The file gets each read at once. Stdout gets whole lines (a \r starts one): it is shared
+with supervisord's own log lines, and a program that writes a line's text and its newline
+separately (print under PYTHONUNBUFFERED=1, which the image sets) had supervisord's
+"INFO success: ..." land in the middle of it. A partial line waits for its end at most
+HOLD_S, so progress bars and prompts still show up at once.
 
 It is also the only writer of every other log in /workspace/logs (sshd's, Jupyter's, the
 monitor's, supervisord's and the start-up's; see logged.sh): it always runs as NB_USER, so a
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import select
 import signal
 import sys
 
@@ -28,6 +33,12 @@ from diskinfo.units import parse_size
 # every log's rotation unless told otherwise (run-train.sh passes TRAIN_LOG_MAX_BYTES and
 # TRAIN_LOG_BACKUPS for train.log, the one log the user sizes)
 MAX_BYTES, BACKUPS = "50M", "5"
+# how long stdout holds back a line's start for its end; the two writes of one print come
+# microseconds apart
+HOLD_S = 0.1
+# a partial line this long goes out whole (one write stays atomic on a pipe up to PIPE_BUF,
+# and nothing waits forever)
+HOLD_MAX = 65536
 
 
 def _open(path: str):
@@ -38,6 +49,12 @@ def _open(path: str):
         return None
 
 
+def _send(out: int | None, data: bytes) -> None:
+    if out is not None and data:
+        with contextlib.suppress(OSError):  # nobody reads stdout: the file copy matters
+            os.write(out, data)
+
+
 def tee(
     src: int, out: int | None, path: str, max_bytes: int = 50 * 2**20, backups: int = 5
 ) -> None:
@@ -45,10 +62,21 @@ def tee(
     log = _open(path)
     size = log.tell() if log else 0
     warned = log is None
-    while chunk := os.read(src, 65536):
-        if out is not None:
-            with contextlib.suppress(OSError):  # nobody reads stdout: the file copy matters
-                os.write(out, chunk)
+    pending = b""  # stdout's partial line
+    while True:
+        if pending and not select.select([src], [], [], HOLD_S)[0]:
+            _send(out, pending)  # a progress bar or a prompt: show it now
+            pending = b""
+        chunk = os.read(src, 65536)
+        if not chunk:
+            break
+        data = pending + chunk
+        # up to the last line's end; a \r starts a line that is redrawn (a progress bar)
+        cut = max(data.rfind(b"\n") + 1, data.rfind(b"\r"), 0)
+        if len(data) - cut >= HOLD_MAX:
+            cut = len(data)
+        _send(out, data[:cut])
+        pending = data[cut:] if out is not None else b""
         if log is None:
             continue
         try:
@@ -66,6 +94,7 @@ def tee(
             if not warned:
                 print(f"log-tee: cannot write {path}: {exc.strerror}", file=sys.stderr)
                 warned = True
+    _send(out, pending)
     if log is not None:
         log.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import select
 import subprocess
 import sys
 import time
@@ -80,6 +81,39 @@ def test_log_tee_passes_bytes_through_and_rotates_with_the_shared_scheme(tmp_pat
     names = ("train.log.2", "train.log.1", "train.log")
     kept = b"".join((tmp_path / n).read_bytes() for n in names)
     assert data.endswith(kept) and all(p.stat().st_size <= 1000 for p in tmp_path.iterdir())
+
+
+def _readable(fd: int, wait_s: float) -> bool:
+    return bool(select.select([fd], [], [], wait_s)[0])
+
+
+def test_log_tee_gives_stdout_whole_lines_and_a_partial_line_soon(tmp_path):
+    """stdout is shared with supervisord's own lines: a line's text and its newline, written
+    apart (print under PYTHONUNBUFFERED), must go out together; a progress bar still shows."""
+    tee = subprocess.Popen(
+        [sys.executable, str(ROOT / "docker/run/log-tee.py"), str(tmp_path / "train.log")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert tee.stdin is not None and tee.stdout is not None
+    src, out = tee.stdin.fileno(), tee.stdout.fileno()
+    os.write(src, b"started\n")
+    assert os.read(out, 4096) == b"started\n"  # it runs: what follows is its doing
+    os.write(src, b"ARGV=[1, 2]")
+    assert not _readable(out, 0.03), "a line's start went out without its end"
+    os.write(src, b"\n")
+    assert os.read(out, 4096) == b"ARGV=[1, 2]\n"
+    os.write(src, b"\r 50%|#####     |")  # tqdm: \r, then the bar, no newline
+    assert _readable(out, 2.0), "a progress bar waited for a newline"
+    assert os.read(out, 4096) == b"\r 50%|#####     |"
+    os.write(src, b"\r100%|##########|\ndone")
+    assert os.read(out, 4096) == b"\r100%|##########|\n"
+    tee.stdin.close()  # EOF: the last partial line goes out at once
+    assert tee.stdout.read() == b"done"
+    assert tee.wait(timeout=30) == 0
+    assert (tmp_path / "train.log").read_bytes() == (
+        b"started\nARGV=[1, 2]\n\r 50%|#####     |\r100%|##########|\ndone"
+    )
 
 
 class Trickle:
