@@ -191,39 +191,82 @@ def measure(
     return out
 
 
-def breakdown(path: str, n: int = 200) -> dict[str, float]:
-    """CPU ms per sample of each collector, the analyser and each sink of `diskinfo watch`,
-    in this process over n samples 20 ms apart (hot caches: a lower bound per part)."""
+@contextlib.contextmanager
+def in_process_monitor(path: str) -> Iterator[list[tuple[str, object]]]:
+    """`diskinfo watch`'s collectors, analyser and sinks, started, as (part name, step)
+    pairs that one sample calls in order (a collector's fill, the analyser, a sink's write)."""
     from diskinfo.cli import build_parser
     from diskinfo.commands.watch import build_monitor
-    from diskinfo.record import IntervalRecord
 
     log_dir = tempfile.mkdtemp(prefix="diskinfo-bench-parts-")
     args = build_parser().parse_args(["watch", path, "--log-dir", log_dir, "--echo", "never"])
     monitor = build_monitor(args)
-    cost: dict[str, float] = {}
-
-    def timed(name: str, fn, *a) -> None:
-        t = time.process_time()
-        fn(*a)
-        cost[name] = cost.get(name, 0.0) + time.process_time() - t
-
+    steps: list[tuple[str, object]] = [
+        (f"collector {type(c).__name__}", c.fill) for c in monitor.collectors
+    ]
+    if monitor.analyser is not None:
+        steps.append(("analyser", monitor.analyser))
+    steps += [(f"sink {type(sink).__name__}", sink.write) for sink in monitor.sinks]
     for c in monitor.collectors:
         c.start()
-    for _ in range(n):
-        time.sleep(0.02)
-        rec = IntervalRecord(ts=time.time(), elapsed_s=0.02)
+    try:
+        yield steps
+    finally:
         for c in monitor.collectors:
-            timed(f"collector {type(c).__name__}", c.fill, rec)
-        if monitor.analyser is not None:
-            timed("analyser", monitor.analyser, rec)
+            c.stop()
         for sink in monitor.sinks:
-            timed(f"sink {type(sink).__name__}", sink.write, rec)
-    for c in monitor.collectors:
-        c.stop()
-    for sink in monitor.sinks:
-        sink.close()
+            sink.close()
+
+
+def breakdown(path: str, n: int = 200) -> dict[str, float]:
+    """CPU ms per sample of each collector, the analyser and each sink of `diskinfo watch`,
+    in this process over n samples 20 ms apart (warmer than 1 s apart: a lower bound per part)."""
+    from diskinfo.record import IntervalRecord
+
+    cost: dict[str, float] = {}
+    with in_process_monitor(path) as steps:
+        for _ in range(n):
+            time.sleep(0.02)
+            rec = IntervalRecord(ts=time.time(), elapsed_s=0.02)
+            for name, step in steps:
+                t = time.process_time()
+                step(rec)  # type: ignore[operator]
+                cost[name] = cost.get(name, 0.0) + time.process_time() - t
     return {k: v / n * 1000 for k, v in cost.items()}
+
+
+def warmth(path: str, gaps: tuple[float, ...] = (0.0, 0.02, 1.0), n: int = 30) -> dict:
+    """CPU ms of one whole sample in this process when samples follow each other after
+    `gaps` seconds of sleep, and after 1 s of busy-waiting (the CPU kept awake): how much of a
+    sample's cost is its work and how much is finding code and data gone cold since the last."""
+    from diskinfo.record import IntervalRecord
+
+    def one(steps, elapsed: float) -> float:
+        rec = IntervalRecord(ts=time.time(), elapsed_s=max(elapsed, 0.001))
+        t = time.thread_time()
+        for _, step in steps:
+            step(rec)
+        return time.thread_time() - t
+
+    out: dict[str, float] = {}
+    with in_process_monitor(path) as steps:
+        for _ in range(20):  # past the first samples' one-off work
+            time.sleep(0.02)
+            one(steps, 0.02)
+        for gap in gaps:
+            used = 0.0
+            for _ in range(n if gap < 1 else n // 3):
+                time.sleep(gap)
+                used += one(steps, gap)
+            out[f"sleep {gap:g} s"] = used / (n if gap < 1 else n // 3) * 1000
+        used = 0.0
+        for _ in range(n // 3):
+            until = time.monotonic() + 1.0
+            while time.monotonic() < until:
+                pass
+            used += one(steps, 1.0)
+        out["busy 1 s"] = used / (n // 3) * 1000
+    return out
 
 
 def dataset_walk(files: int) -> dict[str, float]:
@@ -267,6 +310,7 @@ def write(
     parts: dict[str, float],
     walk: dict[str, float] | None = None,
     against: tuple[str, str] | None = None,
+    warm: dict[str, float] | None = None,
 ) -> str:
     ours = results[FULL]
     lines = [
@@ -321,13 +365,22 @@ def write(
         f"{'met' if core_ratio <= 1.0 else 'NOT met'} by the core.",
         f"- target < {TARGET_CORE_PCT}% of one core: {'met' if ok_cpu else 'NOT met'}; "
         f"target < {TARGET_RSS_MB:.0f} MB RSS: {'met' if ok_rss else 'NOT met'}.",
-        "- Where the time goes, per part of one sample (in-process, hot caches, so the parts "
-        "sum to less than the whole process's cost at 1 s): "
+        "- Where the time goes, per part of one sample (in-process, samples 20 ms apart, so "
+        "the parts sum to less than the whole process's cost at 1 s): "
         + ", ".join(f"{k} {v:.3f} ms" for k, v in sorted(parts.items(), key=lambda x: -x[1]))
         + ".",
         "- CPU time is the on-CPU time the scheduler accounts per thread "
         "(/proc/PID/task/*/schedstat, nanoseconds), summed over the process's threads.",
     ]
+    if warm:
+        lines.append(
+            "- The same whole sample in-process, by what came before it: "
+            + ", ".join(f"after {k}: {v:.3f} ms" for k, v in warm.items())
+            + ". Back to back is the work itself; the rest of a sample's cost at 1 s is "
+            "finding the interpreter's code and data cold again, busy-waiting included, so "
+            "fewer instructions buy little here: a smaller working set per wake (native code) "
+            "would."
+        )
     if walk:
         lines.append(
             f"- Dataset-size walk (host collector, background thread at nice 19, every "
@@ -487,7 +540,9 @@ def main() -> int:
         against = stack.enter_context(revision(args.against)) if args.against else None
         results = measure(args.seconds, args.path, args.copies, against)
     walk = dataset_walk(args.walk_files) if args.walk_files > 0 else None
-    text = write(results, args.seconds, args.path, breakdown(args.path), walk, against)
+    text = write(
+        results, args.seconds, args.path, breakdown(args.path), walk, against, warmth(args.path)
+    )
     print(text)
     if not args.no_write:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
