@@ -182,6 +182,38 @@ def test_report_without_gpu_figures(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_comparison_png_is_named_for_what_tells_the_runs_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every run's log is diskinfo.jsonl: naming the PNG from file names alone gave
+    diskinfo-vs-diskinfo.png for every comparison."""
+    from diskinfo.commands.report import default_png
+
+    def png(*runs: str) -> str:
+        return str(default_png([tmp_path / r for r in runs]).relative_to(tmp_path))
+
+    assert png("before.jsonl", "after.jsonl") == "before-vs-after.png"
+    assert png("before/diskinfo.jsonl", "after/diskinfo.jsonl") == "before/before-vs-after.png"
+    assert png("a/logs/diskinfo.jsonl", "b/logs/diskinfo.jsonl") == "a/logs/a-vs-b.png"
+    assert png("x/diskinfo.jsonl", "x/diskinfo.jsonl") == "x/diskinfo-vs-diskinfo.png"
+    assert png("run.jsonl") == "run.png"
+    monkeypatch.chdir(tmp_path)  # one given relative, one absolute: the same rule
+    relative = Path("a/diskinfo.jsonl")
+    assert default_png([relative, tmp_path / "b/diskinfo.jsonl"]) == Path("a/a-vs-b.png")
+
+
+def test_comparing_two_runs_named_alike_writes_before_vs_after_png(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for run in ("before", "after"):
+        (tmp_path / run).mkdir()
+    a = write_run(tmp_path / "before" / "diskinfo.jsonl", before_run())
+    b = write_run(tmp_path / "after" / "diskinfo.jsonl", after_run())
+    assert cli.main(["report", str(a), str(b)]) == 0
+    assert f"timeline: {tmp_path}/before/before-vs-after.png" in capsys.readouterr().out
+    assert (tmp_path / "before" / "before-vs-after.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_compare_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = write_run(tmp_path / "before.jsonl", before_run())
     b = write_run(tmp_path / "after.jsonl", after_run())

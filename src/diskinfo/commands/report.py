@@ -12,10 +12,23 @@ from diskinfo.report import load_run, render, render_comparison, summarise
 from diskinfo.report.plot import NoMatplotlib, plot
 
 
+def run_names(runs: list[Path]) -> list[str]:
+    """Short names that tell the runs apart: the file names without .jsonl, or, where those
+    are alike (before/diskinfo.jsonl and after/diskinfo.jsonl, as every run's log is called),
+    the nearest folder names that differ."""
+    names = [p.name.removesuffix(".jsonl") for p in runs]
+    if len(set(names)) == len(names):
+        return names
+    parts = [p.resolve().parent.parts[::-1] for p in runs]  # nearest folder first
+    for level in zip(*parts, strict=False):
+        if len(set(level)) == len(level):
+            return [name if name not in ("", "/") else "root" for name in level]
+    return names  # the same file twice
+
+
 def default_png(runs: list[Path]) -> Path:
     """RUN.png next to RUN.jsonl; A-vs-B.png next to A for a comparison."""
-    stem = "-vs-".join(p.name.removesuffix(".jsonl") for p in runs)
-    return runs[0].with_name(stem + ".png")
+    return runs[0].with_name("-vs-".join(run_names(runs)) + ".png")
 
 
 def _timeline(loaded: list, png: Path | None, asked: bool) -> Path | None:
