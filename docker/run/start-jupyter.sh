@@ -10,6 +10,8 @@
 # JupyterLab's settings and workspaces stay in ~/.jupyter/lab (JSON data, not configuration).
 # The kernels get the -e secrets the training command gets (95-secrets.sh), never the token.
 set -euo pipefail
+# a stop while starting is a clean end (status 0), as it is once JupyterLab runs: jupyter-lab.py
+trap 'exit 0' TERM
 state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
 token_file=$state/jupyter-token
 if [ ! -s "$token_file" ] || [ ! -r "$token_file" ]; then
@@ -31,12 +33,13 @@ fi
 cd /workspace
 # The server runs from the image's environment (its JupyterLab assets are there); kernels
 # (kernel.json) and terminals (PATH) use USER_VENV, so `%pip install` works in a notebook.
-server=${VIRTUAL_ENV:-/opt/venv}/bin/jupyter-lab
+python=${VIRTUAL_ENV:-/opt/venv}/bin/python
+lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
 # shellcheck source=/dev/null  # docker/run/user-env.sh
-. "${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}/user-env.sh"
+. "$lib/user-env.sh"
 use_user_venv
 # JUPYTER_ARGS, already split and checked by 01-settings.sh: one NUL-terminated argument each.
 extra=()
 args_file=$state/jupyter.args
 if [ -s "$args_file" ]; then mapfile -d '' -t extra <"$args_file"; fi
-exec "$server" --no-browser "${extra[@]}"
+exec "$python" "$lib/jupyter-lab.py" --no-browser "${extra[@]}"

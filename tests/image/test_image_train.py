@@ -47,6 +47,20 @@ def test_container_exits_with_the_training_commands_code(container, command, exp
     # had just ended on SIGTERM, in about one run of four (tests/unit/test_supervision.py)
     logs = running.logs()
     assert "SIGKILL" not in logs and "stopped: train-exit (exit status 0)" in logs, logs[-2000:]
+    # the listener ends the run through supervisord's control socket: a signal to PID 1 made
+    # every end read "WARN received SIGTERM indicating exit request"
+    assert "received SIGTERM" not in logs and "waiting for" in logs, logs[-2000:]
+    assert "terminated by SIGTERM" not in logs, logs[-2000:]
+
+
+def test_a_command_shorter_than_jupyterlabs_start_ends_without_a_warning(container):
+    """`docker run IMAGE python -c "import torch; ..."` ends while JupyterLab is still starting:
+    its stop was 'WARN stopped: jupyter (terminated by SIGTERM)'. Now a clean stop too."""
+    running = container("echo", "checked", env={"JUPYTER_ENABLE": "1"})
+    assert running.wait(timeout=60) == 0
+    logs = running.logs()
+    assert "checked" in logs and "stopped: jupyter (exit status 0)" in logs, logs[-2000:]
+    assert [line for line in logs.splitlines() if " WARN " in line] == []  # supervisord's
 
 
 def test_arguments_arrive_verbatim_in_docker_logs_and_train_log(container, tmp_path: Path):

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from tests.helpers import ROOT
 from tests.helpers.scripts import DOCKER, path_of
@@ -52,3 +53,100 @@ def test_the_train_exit_listener_ends_cleanly_on_sigterm() -> None:
     finally:
         listener.kill()
         listener.communicate()
+
+
+def _supervisord_with_a_training_command(tmp_path, password_for_the_listener: str) -> str:
+    """A real supervisord running `train` (ends at once) and the train-exit listener, as in
+    the image; returns its log once it has ended by itself."""
+    sock = tmp_path / "supervisor.sock"
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "exit").write_text("0\n")
+    conf = f"""
+[unix_http_server]
+file={sock}
+username=pytorch-cuda
+password=right
+
+[supervisord]
+nodaemon=true
+logfile={tmp_path}/supervisord.log
+pidfile={tmp_path}/supervisord.pid
+childlogdir={tmp_path}
+
+[rpcinterface:supervisor]
+supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
+
+[supervisorctl]
+serverurl=unix://{sock}
+username=pytorch-cuda
+password={password_for_the_listener}
+
+[program:train]
+command={sys.executable} -c "import time; time.sleep(0.5)"
+autorestart=false
+startsecs=0
+startretries=0
+
+[eventlistener:train-exit]
+command={sys.executable} {path_of("train-exit-listener.py")}
+events=PROCESS_STATE_EXITED,PROCESS_STATE_FATAL
+environment=STARTUP_STATE_DIR="{tmp_path}",PYTHONPATH="{path_of("safe_paths.py").parent}"
+autorestart=false
+priority=1
+startsecs=0
+stopwaitsecs=2
+stdout_logfile=NONE
+stderr_logfile={tmp_path}/listener.err
+"""
+    (tmp_path / "supervisord.conf").write_text(conf)
+    supervisord = subprocess.run(
+        [sys.executable, "-m", "supervisor.supervisord", "-c", str(tmp_path / "supervisord.conf")],
+        capture_output=True,
+        timeout=30,  # it never ends if the listener cannot end it
+        cwd=tmp_path,
+    )
+    log = (tmp_path / "supervisord.log").read_text()
+    assert supervisord.returncode == 0, log
+    assert "stopped: train-exit (exit status 0)" in log, log
+    return log + (tmp_path / "listener.err").read_text()
+
+
+def test_the_listener_ends_a_clean_run_without_a_warning(tmp_path) -> None:
+    """A SIGTERM to PID 1 made every clean end in docker logs read 'WARN received SIGTERM
+    indicating exit request': the listener asks over the control socket instead."""
+    log = _supervisord_with_a_training_command(tmp_path, "right")
+    assert "exited: train (exit status 0; expected)" in log, log
+    assert "received SIGTERM" not in log and "WARN" not in log, log
+
+
+def test_the_listener_still_ends_the_run_when_the_socket_refuses_it(tmp_path) -> None:
+    log = _supervisord_with_a_training_command(tmp_path, "wrong")
+    assert "through the control socket failed" in log and "received SIGTERM" in log, log
+
+
+def test_a_stop_while_jupyterlab_starts_is_a_clean_exit(tmp_path) -> None:
+    """JupyterLab's SIGTERM handler comes with its server, a second or two in: a container
+    whose command took a second logged 'WARN stopped: jupyter (terminated by SIGTERM)'.
+    jupyter-lab.py handles it before the slow import (here a stand-in labapp that sleeps)."""
+    fake = tmp_path / "jupyterlab"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "labapp.py").write_text(
+        "import pathlib, sys, time\n"
+        f"pathlib.Path({str(tmp_path / 'importing')!r}).touch()\n"
+        "time.sleep(30)\n"
+        "def main():\n    return 3\n"
+    )
+    server = subprocess.Popen(
+        [sys.executable, str(path_of("jupyter-lab.py")), "--no-browser"],
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "importing").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=10) == 0  # was -15: killed by the signal
+    finally:
+        server.kill()
+        server.wait()
