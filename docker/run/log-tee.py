@@ -6,7 +6,7 @@ The file gets each read at once. Stdout gets whole lines (a \r starts one): it i
 with supervisord's own log lines, and a program that writes a line's text and its newline
 separately (print under PYTHONUNBUFFERED=1, which the image sets) had supervisord's
 "INFO success: ..." land in the middle of it. A partial line waits for its end at most
-HOLD_S, so progress bars and prompts still show up at once.
+HOLD_S from its first byte, so progress bars, prompts and rows of dots still show at once.
 
 It is also the only writer of every other log in /workspace/logs (sshd's, Jupyter's, the
 monitor's, supervisord's and the start-up's; see logged.sh): it always runs as NB_USER, so a
@@ -25,6 +25,7 @@ import os
 import select
 import signal
 import sys
+import time
 
 from diskinfo.errors import UserError
 from diskinfo.sinks.rotating import rotate  # the monitor's rotation: one scheme for every log
@@ -62,11 +63,13 @@ def tee(
     log = _open(path)
     size = log.tell() if log else 0
     warned = log is None
-    pending = b""  # stdout's partial line
+    pending, due = b"", 0.0  # stdout's partial line, and when it goes out as it is
     while True:
-        if pending and not select.select([src], [], [], HOLD_S)[0]:
-            _send(out, pending)  # a progress bar or a prompt: show it now
-            pending = b""
+        if pending:
+            wait = due - time.monotonic()
+            if wait <= 0 or not select.select([src], [], [], wait)[0]:
+                _send(out, pending)  # a progress bar, a prompt, dots: show them now
+                pending = b""
         chunk = os.read(src, 65536)
         if not chunk:
             break
@@ -76,6 +79,8 @@ def tee(
         if len(data) - cut >= HOLD_MAX:
             cut = len(data)
         _send(out, data[:cut])
+        if cut or not pending:  # a new partial line: its own HOLD_S from now
+            due = time.monotonic() + HOLD_S
         pending = data[cut:] if out is not None else b""
         if log is None:
             continue

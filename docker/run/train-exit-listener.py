@@ -11,6 +11,7 @@ import configparser
 import contextlib
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -52,15 +53,23 @@ def handle(event: str, payload: dict[str, str], keep_alive: bool, state: Path = 
     return True
 
 
-def stop_supervisord(config: Path = CONFIG) -> None:
-    """Shut supervisord down through its control socket, as `supervisorctl shutdown` does.
+def stop_supervisord(config: Path = CONFIG) -> bool:
+    """Shut supervisord down through its control socket, as `supervisorctl shutdown` does;
+    False when that failed and a SIGTERM to PID 1 had to do it.
 
-    A SIGTERM to PID 1 made supervisord open every clean end in docker logs with "WARN
-    received SIGTERM indicating exit request"; asked this way it says only "INFO waiting for
-    ... to die". The signal stays the fallback: the container must end either way."""
+    The signal made supervisord open every clean end in docker logs with "WARN received
+    SIGTERM indicating exit request"; asked this way it says only "INFO waiting for ... to
+    die". The signal stays the fallback: the container must end either way.
+
+    Asked this way, supervisord sends us its SIGTERM while we read its reply, where Python's
+    handler did not always run (1 run in 10: the listener back in its read of stdin and
+    SIGKILLed after stopwaitsecs). So SIGTERM is ignored from the request on, and the caller
+    ends the listener itself once supervisord has the request."""
+    handler = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         from supervisor import childutils  # the image's supervisor, which runs us
 
+        socket.setdefaulttimeout(10)  # a socket that never answers: the signal, not a hang
         conf = configparser.RawConfigParser()
         if not conf.read(config):
             raise OSError(f"cannot read {config}")
@@ -72,9 +81,12 @@ def stop_supervisord(config: Path = CONFIG) -> None:
             }
         )
         rpc.supervisor.shutdown()
+        return True
     except Exception as exc:  # any failure: the signal still ends the container
+        signal.signal(signal.SIGTERM, handler)
         log(f"shutting down through the control socket failed ({exc}); sending SIGTERM")
         os.kill(1 if os.getppid() == 1 else os.getppid(), signal.SIGTERM)
+        return False
 
 
 def main() -> None:
@@ -90,8 +102,9 @@ def main() -> None:
         stop = handle(header["eventname"], payload, keep_alive)
         sys.stdout.write("RESULT 2\nOK")
         sys.stdout.flush()
-        if stop:
-            stop_supervisord()
+        # asked through the socket, supervisord is shutting down and starts nothing again
+        if stop and stop_supervisord():
+            return
 
 
 if __name__ == "__main__":

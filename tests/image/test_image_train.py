@@ -46,7 +46,9 @@ def test_container_exits_with_the_training_commands_code(container, command, exp
     # a clean end leaves no alarm in docker logs: supervisord once SIGKILLed the listener that
     # had just ended on SIGTERM, in about one run of four (tests/unit/test_supervision.py)
     logs = running.logs()
-    assert "SIGKILL" not in logs and "stopped: train-exit (exit status 0)" in logs, logs[-2000:]
+    assert "SIGKILL" not in logs, logs[-2000:]
+    # the listener ends itself once supervisord is shutting down, or on its SIGTERM
+    assert re.search(r"INFO (exited|stopped): train-exit \(exit status 0", logs), logs[-2000:]
     # the listener ends the run through supervisord's control socket: a signal to PID 1 made
     # every end read "WARN received SIGTERM indicating exit request"
     assert "received SIGTERM" not in logs and "waiting for" in logs, logs[-2000:]

@@ -106,13 +106,20 @@ def test_log_tee_gives_stdout_whole_lines_and_a_partial_line_soon(tmp_path):
     os.write(src, b"\r 50%|#####     |")  # tqdm: \r, then the bar, no newline
     assert _readable(out, 2.0), "a progress bar waited for a newline"
     assert os.read(out, 4096) == b"\r 50%|#####     |"
+    for _ in range(15):  # a row of dots, one every 30 ms: shown as it grows, not at its end
+        os.write(src, b".")
+        time.sleep(0.03)
+    assert _readable(out, 0.0), "dots 30 ms apart waited for a newline"
+    assert os.read(out, 4096).startswith(b"...")
+    time.sleep(0.3)
+    os.read(out, 4096)  # the rest of the dots
     os.write(src, b"\r100%|##########|\ndone")
     assert os.read(out, 4096) == b"\r100%|##########|\n"
     tee.stdin.close()  # EOF: the last partial line goes out at once
     assert tee.stdout.read() == b"done"
     assert tee.wait(timeout=30) == 0
     assert (tmp_path / "train.log").read_bytes() == (
-        b"started\nARGV=[1, 2]\n\r 50%|#####     |\r100%|##########|\ndone"
+        b"started\nARGV=[1, 2]\n\r 50%|#####     |" + b"." * 15 + b"\r100%|##########|\ndone"
     )
 
 
