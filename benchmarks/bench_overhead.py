@@ -254,11 +254,12 @@ def warmth(path: str, gaps: tuple[float, ...] = (0.0, 0.02, 1.0), n: int = 30) -
             time.sleep(0.02)
             one(steps, 0.02)
         for gap in gaps:
+            runs = n if gap < 1 else n // 3  # a third as many 1 s gaps: time, not precision
             used = 0.0
-            for _ in range(n if gap < 1 else n // 3):
+            for _ in range(runs):
                 time.sleep(gap)
                 used += one(steps, gap)
-            out[f"sleep {gap:g} s"] = used / (n if gap < 1 else n // 3) * 1000
+            out[f"sleep {gap:g} s"] = used / runs * 1000
         used = 0.0
         for _ in range(n // 3):
             until = time.monotonic() + 1.0

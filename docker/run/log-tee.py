@@ -37,8 +37,7 @@ MAX_BYTES, BACKUPS = "50M", "5"
 # how long stdout holds back a line's start for its end; the two writes of one print come
 # microseconds apart
 HOLD_S = 0.1
-# a partial line this long goes out whole (one write stays atomic on a pipe up to PIPE_BUF,
-# and nothing waits forever)
+# a partial line this long goes out as it is, without waiting for its end
 HOLD_MAX = 65536
 
 

@@ -89,16 +89,19 @@ startsecs=0
 startretries=0
 
 [eventlistener:train-exit]
-command={sys.executable} {path_of("train-exit-listener.py")}
-events=PROCESS_STATE_EXITED,PROCESS_STATE_FATAL
-environment=STARTUP_STATE_DIR="{tmp_path}",PYTHONPATH="{path_of("safe_paths.py").parent}"
-autorestart=false
-priority=1
-startsecs=0
-stopwaitsecs=2
-stdout_logfile=NONE
-stderr_logfile={tmp_path}/listener.err
 """
+    # the image's listener section, run from here: its events, priority and stop wait as is
+    image = configparser.ConfigParser(interpolation=None)
+    image.read(CONF)
+    listener = {
+        **image["eventlistener:train-exit"],
+        "command": f"{sys.executable} {path_of('train-exit-listener.py')}",
+        "environment": f'STARTUP_STATE_DIR="{tmp_path}",'
+        f'PYTHONPATH="{path_of("safe_paths.py").parent}"',
+        "autorestart": "false",  # a listener that fails to start fails the test, not loops
+        "stderr_logfile": f"{tmp_path}/listener.err",
+    }
+    conf += "".join(f"{key}={value}\n" for key, value in listener.items())
     (tmp_path / "supervisord.conf").write_text(conf)
     supervisord = subprocess.run(
         [sys.executable, "-m", "supervisor.supervisord", "-c", str(tmp_path / "supervisord.conf")],

@@ -22,7 +22,7 @@ def run_names(runs: list[Path]) -> list[str]:
     parts = [p.resolve().parent.parts[::-1] for p in runs]  # nearest folder first
     for level in zip(*parts, strict=False):
         if len(set(level)) == len(level):
-            return [name if name not in ("", "/") else "root" for name in level]
+            return ["root" if name == "/" else name for name in level]
     return names  # the same file twice
 
 
