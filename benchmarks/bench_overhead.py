@@ -2,7 +2,9 @@
 
 They run side by side over the same minute, three copies of each (their wake-ups spread over
 the second); CPU is counted from the end of start-up (the first sample) to the end, so it is
-the steady cost per sample. Results go to benchmarks/results/overhead.md.
+the steady cost per sample. Two what-if rows beside them measure a monitor that would read at
+every wake but analyse and write only every 5 or 10 s (the trade issue 11's target would take).
+Results go to benchmarks/results/overhead.md.
 
     sudo .venv/bin/python benchmarks/bench_overhead.py [--seconds 60] [--copies 3] [--path DIR]
     sudo .venv/bin/python benchmarks/bench_overhead.py --block-devices 10,16,24,32
@@ -24,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,11 +86,17 @@ RESULTS = Path(__file__).resolve().parent / "results" / "overhead.md"
 SCALING = RESULTS.with_name("overhead-devices.md")
 TARGET_CORE_PCT, TARGET_RSS_MB = 0.1, 40.0
 FLOOR_NAME = "python floor (same reads and writes, no logic)"
+DEFER_KS = (5, 10)  # the what-if: analyse and write every K wakes
 FULL, CORE_NAME, IOSTAT = (
     "diskinfo watch --interval 1",
     "diskinfo core (disk + logs only)",
     "iostat -dx 1",
 )
+
+
+def deferred(k: int) -> str:
+    """The row of the what-if process that analyses and writes every k wakes."""
+    return f"what-if: read every 1 s, analyse and write every {k} s"
 
 
 def at(rev: str) -> str:
@@ -144,6 +153,12 @@ def start_set(
         FLOOR_NAME: subprocess.Popen(
             [sys.executable, "-c", FLOOR, str(full.pid), log_dir, log_dir + "/floor"], **quiet
         ),
+        **{
+            deferred(k): subprocess.Popen(
+                [sys.executable, __file__, "--deferred-child", str(k), path], **quiet
+            )
+            for k in DEFER_KS
+        },
         **extra,
     }
 
@@ -216,6 +231,40 @@ def in_process_monitor(path: str) -> Iterator[list[tuple[str, object]]]:
             c.stop()
         for sink in monitor.sinks:
             sink.close()
+
+
+def deferred_child(k: int, path: str) -> int:
+    """The what-if row: at every 1 s wake, pread each /proc and /sys file the monitor holds
+    open (what a monitor must read when the interval ends); every k wakes, k whole samples of
+    `diskinfo watch`'s collectors, analyser and sinks back to back. An upper bound for such a
+    monitor, since each sample reads its files again. Runs until SIGTERM."""
+    from diskinfo.record import IntervalRecord
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with in_process_monitor(path) as steps:
+
+        def sample() -> None:
+            rec = IntervalRecord(ts=time.time(), elapsed_s=1.0)
+            for _, step in steps:
+                step(rec)  # type: ignore[operator]
+
+        sample()
+        fds = []
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/self/fd/{fd}").startswith(("/proc/", "/sys/")):
+                    fds.append(int(fd))
+        pending: list[list[bytes]] = []
+        deadline = time.monotonic() + 1
+        while not stop.wait(max(0.0, deadline - time.monotonic())):
+            deadline += 1
+            pending.append([os.pread(fd, 65536, 0) for fd in fds])
+            if len(pending) >= k:
+                for _ in pending:
+                    sample()
+                pending.clear()
+    return 0
 
 
 def breakdown(path: str, n: int = 200) -> dict[str, float]:
@@ -373,6 +422,21 @@ def write(
         "- CPU time is the on-CPU time the scheduler accounts per thread "
         "(/proc/PID/task/*/schedstat, nanoseconds), summed over the process's threads.",
     ]
+    what_if = [k for k in DEFER_KS if deferred(k) in results]
+    if what_if:
+        lines.append(
+            "- What-if, not the product (the `what-if` rows): a process that reads at every "
+            "1 s wake the /proc and /sys files the monitor holds open, and runs K whole samples "
+            "back to back every K wakes, costs "
+            + ", ".join(
+                f"{results[deferred(k)]['ms_per_sample']:.3f} ms per sample at K={k} "
+                f"({cpu_ratio(deferred(k)):.2f}x iostat)"
+                for k in what_if
+            )
+            + " (an upper bound: each sample reads its files again). Such a monitor would meet "
+            "issue 11's target only by holding every JSONL line, log line, verdict and metric "
+            "back by up to K seconds."
+        )
     if warm:
         lines.append(
             "- The same whole sample in-process, by what came before it: "
@@ -526,7 +590,11 @@ def main() -> int:
         help="instead: one run per count, loop devices attached until /sys/block lists that"
         f" many (root); results to {SCALING.name}",
     )  # fmt: skip
+    ap.add_argument("--deferred-child", type=int, metavar="K", help=argparse.SUPPRESS)
+    ap.add_argument("watched", nargs="?", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.deferred_child:
+        return deferred_child(args.deferred_child, args.watched)
     if args.path is None:
         args.path = tempfile.mkdtemp(prefix="diskinfo-bench-data-")
         for i in range(1000):
