@@ -257,7 +257,7 @@ def measure(
     bytes (removed afterwards; a read-only one: its largest file is read instead), a regular
     file is read as it is (read-only, at most `size`)."""
     if not os.path.exists(path):
-        raise UserError(f"{path}: no such file or directory")
+        raise UserError(f"no such file or directory: {path}")
     device = device_of(path)
     identity = read_identity(device)
     if identity is None:

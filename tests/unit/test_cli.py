@@ -37,8 +37,9 @@ def test_interval_longer_than_a_day_is_one_line_exit_2(capsys):
     assert err == "diskinfo: error: --interval must be at most 86400 s (a day), got 1e+10\n"
 
 
-def test_missing_path_is_one_line_exit_2(capsys):
-    assert main(["resolve", "/no/such/path"]) == 2
+@pytest.mark.parametrize("verb", ["resolve", "watch", "bench"])
+def test_missing_path_is_the_same_one_line_exit_2(capsys, verb):
+    assert main([verb, "/no/such/path"]) == 2
     err = capsys.readouterr().err
     assert err == "diskinfo: error: no such file or directory: /no/such/path\n"
 
