@@ -433,9 +433,10 @@ def write(
                 f"({cpu_ratio(deferred(k)):.2f}x iostat)"
                 for k in what_if
             )
-            + " (an upper bound: each sample reads its files again). Such a monitor would meet "
-            "issue 11's target only by holding every JSONL line, log line, verdict and metric "
-            "back by up to K seconds."
+            + " (a sketch, not a bound: its wakes are bare preads where a real monitor's would run "
+            "each collector's read, and each of its samples reads its files again). A monitor "
+            "built so would come near or under issue 11's target only by holding every JSONL "
+            "line, log line, verdict and metric back by up to K seconds."
         )
     if warm:
         lines.append(
