@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,31 @@ def test_map_style_shards_are_shuffled_over_their_own_length() -> None:
     assert set(files[:50]) == set(range(50))  # the files' own permutation, unchanged
     result = runner.measure(Setting(1, 2, shards=True), 1.0)  # with a restart: epoch's end
     assert result.samples > 0
+
+
+class Busy(torch.utils.data.IterableDataset):
+    """An iterable dataset whose epoch is short (40 samples, each 2 ms of CPU, shared by the
+    workers): a measurement of a second or two runs through many epochs."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        info = torch.utils.data.get_worker_info()
+        me, every = (info.id, info.num_workers) if info else (0, 1)
+        for i in range(me, 40, every):
+            until = time.thread_time() + 0.002
+            while time.thread_time() < until:
+                pass
+            yield i
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_cpu_per_worker_counts_every_epochs_workers(persistent: bool) -> None:
+    """An iterable dataset's epoch that ends within the measurement starts new workers (unless
+    persistent): the CPU of the workers that ended counts too. Counting only the last epoch's
+    workers gave 3% per worker for shards read flat out by two workers."""
+    runner = Runner(Workload(Busy()), None, 4, 0.0, cold=False)
+    result = runner.measure(Setting(2, 2, persistent_workers=persistent), 2.0)
+    # two workers reading flat out on at least one core between them
+    assert result.cpu_per_worker > 0.3, result
 
 
 def test_one_first_pass_cut_short_leaves_the_cache_partly_warm() -> None:

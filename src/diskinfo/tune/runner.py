@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import resource
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -217,7 +218,7 @@ class Runner:
                 order.replay()
             make_cold([os.getpid()])
         t0 = time.monotonic()
-        cpu0 = time.process_time()
+        cpu0 = time.process_time(), children_cpu()
         it = iter(loader)
         samples = 0
         wait = step = 0.0
@@ -284,17 +285,26 @@ class Runner:
                 order.ending = False
         _shutdown(it, setting)
 
-    def _cpu(self, it: Any, setting: Setting, cpu0: float, elapsed: float) -> float:
+    def _cpu(self, it: Any, setting: Setting, cpu0: tuple[float, float], elapsed: float) -> float:
+        """Cores per worker: the live workers' CPU from /proc, plus that of the workers that
+        ended during the measurement (an iterable dataset's epoch that ends starts new ones,
+        unless persistent), which waiting for them added to this process's children."""
         if not setting.num_workers:
-            return (time.process_time() - cpu0) / max(elapsed, 1e-9)
-        used = []
+            return (time.process_time() - cpu0[0]) / max(elapsed, 1e-9)
+        used = children_cpu() - cpu0[1]
         for worker in getattr(it, "_workers", []):
             try:
                 fields = Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()
             except (OSError, AttributeError, IndexError):
                 continue
-            used.append((int(fields[11]) + int(fields[12])) / TICKS)
-        return sum(used) / len(used) / max(elapsed, 1e-9) if used else 0.0
+            used += (int(fields[11]) + int(fields[12])) / TICKS
+        return used / setting.num_workers / max(elapsed, 1e-9)
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's children that have ended and been waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _shutdown(it: Any, setting: Setting, final: bool = False) -> None:
