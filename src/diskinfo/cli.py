@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import signal
 import sys
 import threading
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from diskinfo import __version__
+from diskinfo.commands import LOG_DIR
 from diskinfo.errors import Terminated, UserError, interrupted_exit
 from diskinfo.units import MIB, RULE, size_arg
 
@@ -99,7 +101,7 @@ def build_parser() -> OneLineParser:
         "--interval", type=positive_float, default=5.0, help="seconds (default 5, at most 86400)"
     )
     p.add_argument("--count", type=int, default=None, help="stop after N intervals")
-    p.add_argument("--log-dir", default="/workspace/logs", help="default /workspace/logs")
+    p.add_argument("--log-dir", default=LOG_DIR, help=f"default {LOG_DIR}")
     p.add_argument(
         "--echo",
         choices=("auto", "always", "never"),
@@ -151,6 +153,14 @@ def build_parser() -> OneLineParser:
         nargs="+",
         metavar="RUN.jsonl",
         help="a run's diskinfo.jsonl; two (before after) are compared side by side",
+    )
+    p.add_argument(
+        "--run",
+        default="last",
+        metavar="SPEC",
+        help="which of the runs a file gathered (each monitor start appends one): 'last' "
+        "(default), 'all' (the file as one run), N (from 1), or two to compare side by side, "
+        "e.g. 'prev,last' or '1,3'",
     )
     p.add_argument("--png", default=None, help="timeline PNG path (default: next to the JSONL)")
     p.add_argument("--no-png", action="store_true", help="print the summary only")
@@ -282,6 +292,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:
         return interrupted_exit(exc)
+    except BrokenPipeError:
+        # the reader of the output went away (`diskinfo report ... | head`): end quietly with
+        # SIGPIPE's status, as coreutils do, and let the exit's own flush find /dev/null
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except OSError as exc:
         print(
             f"diskinfo: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),

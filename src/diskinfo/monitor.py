@@ -62,6 +62,7 @@ class Monitor:
         self._wake = threading.Lock()
         self._wake.acquire()
         self._host = socket.gethostname()
+        self._started = time.time()
 
     def stop(self, *_: object) -> None:
         """End the loop (from a signal handler or another thread): the wait returns at once."""
@@ -101,7 +102,9 @@ class Monitor:
         return 0
 
     def _emit(self, elapsed: float) -> None:
-        record = IntervalRecord(ts=time.time(), elapsed_s=elapsed, host=self._host)
+        record = IntervalRecord(
+            ts=time.time(), elapsed_s=elapsed, host=self._host, started=self._started
+        )
         for collector in self.collectors:
             try:
                 collector.fill(record)

@@ -224,6 +224,9 @@ class IntervalRecord:
     elapsed_s: float  # measured length of the interval (monotonic), the divisor of every rate
     schema: str = SCHEMA
     host: str = ""
+    # Unix seconds at which the monitor started: the same in every record of one run, so the
+    # runs that one diskinfo.jsonl gathers (one per container start) can be told apart
+    started: float = 0.0
     devices: list[DeviceFigures] = field(default_factory=list)
     nfs: list[NfsFigures] = field(default_factory=list)
     gpus: list[GpuFigures] | None = None  # None: no GPU or no NVML (said once in the log)

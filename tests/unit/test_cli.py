@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from diskinfo.cli import build_parser, main
 from tests.helpers import ROOT
+from tests.helpers.records import record, write_run
 
 
 @pytest.mark.parametrize(
@@ -93,3 +98,19 @@ def test_every_option_the_docs_show_is_an_option_of_that_verb():
                 shown += 1
                 assert option in takes[m.group(1)], f"{doc.name}: {m.group(0)}"
     assert shown > 20  # the docs do show options: the pattern still finds them
+
+
+def test_a_reader_that_went_away_ends_it_quietly(tmp_path: Path) -> None:
+    """`diskinfo report run.jsonl | head -1`: the rest of the output has nowhere to go. It
+    ended in 'diskinfo: error: Broken pipe'; coreutils end silently with SIGPIPE's status."""
+    run = write_run(tmp_path / "run.jsonl", [record(ts=1_800_000_000.0 + i) for i in range(3)])
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "diskinfo.cli", "report", str(run), "--no-png"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (p.returncode, p.stderr) == (141, "")

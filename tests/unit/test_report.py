@@ -236,6 +236,88 @@ def test_compare_two_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert data["png"] is None
 
 
+def appended_runs(tmp_path: Path) -> Path:
+    """One logs folder used by two container starts, as README step 2 run twice leaves it:
+    the run before the fix, then the run after it, appended to the same diskinfo.jsonl."""
+    before, after = before_run(), after_run()
+    for rec in before:
+        rec.started = before[0].ts - 10
+    for rec in after:
+        rec.started = after[0].ts - 10
+    (tmp_path / "logs").mkdir()
+    return write_run(tmp_path / "logs" / "diskinfo.jsonl", before + after)
+
+
+def test_a_file_two_runs_appended_to_reports_the_last_and_says_how_to_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report took the whole file as one run: both runs' verdicts and throughput mixed,
+    the hour between them inside its duration."""
+    run = appended_runs(tmp_path)
+    assert cli.main(["report", str(run), "--no-png"]) == 0
+    out = capsys.readouterr().out
+    note, summary = out.split("\n", 1)
+    assert note.startswith(f"{run} holds 2 runs (1: 2027-01-15 08:00:00, 0m 25s; 2:")
+    assert "this report: run 2 (the last)" in note and "--run prev,last" in note
+    assert summary.startswith(f"run: {run} (run 2)  ")
+    assert "100.0%  compute-bound" in summary and SMALL not in summary
+    assert "6.00 batches/s" in summary and "(0m 25s, 5 intervals)" in summary
+
+    assert cli.main(["report", str(run), "--run", "prev,last"]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split("  ")[0]: line for line in out.splitlines()}
+    assert "A: run 1" in out and "B: run 2" in out and "x2.14" in lines["batches/s"]
+    assert "this report: runs 1 and 2 side by side" in out
+    png = run.with_name("diskinfo-run1-vs-run2.png")
+    assert f"timeline: {png}" in out and png.read_bytes()[:4] == b"\x89PNG"
+
+    assert cli.main(["report", str(run), "--run", "1", "--json", "--no-png"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["picked"] == [{"file": str(run), "run": 1, "of": 2}]
+    assert data["runs"][0]["verdict_shares"] == {SMALL: 0.6, "compute-bound": 0.4}
+
+    assert cli.main(["report", str(run), "--run", "all", "--no-png"]) == 0
+    assert "(2 runs as one)" in capsys.readouterr().out
+
+
+def test_run_picks_that_cannot_be_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = appended_runs(tmp_path)
+    single = write_run(tmp_path / "one.jsonl", before_run())
+
+    def err(*argv: str) -> str:
+        return one_line_error(["report", *argv, "--no-png"], capsys).rstrip("\n")
+
+    assert err(str(run), "--run", "3") == f"diskinfo: error: {run} holds 2 runs: no run 3"
+    assert err(str(run), "--run", "0").endswith("no run 0")
+    assert err(str(run), "--run", "2,2").endswith("the same run twice; name two runs to compare")
+    assert err(str(run), "--run", "1,2,3").endswith("not 3")
+    assert err(str(run), "--run", "first").endswith("'first'")
+    assert err(str(single), "--run", "prev").endswith(
+        "holds 1 run: there is no run before the last"
+    )
+    assert "picks runs of one file" in err(str(run), str(single), "--run", "1")
+
+
+def test_records_from_before_the_run_field_are_one_run(tmp_path: Path) -> None:
+    from diskinfo.report import split_runs
+
+    old = before_run() + after_run()  # started = 0 in every record
+    assert [len(r) for r in split_runs(old)] == [len(old)]
+
+
+def test_every_record_of_one_watch_carries_its_start(tmp_path: Path) -> None:
+    for _ in range(2):
+        assert cli.main(["watch", str(tmp_path), "--count", "2", "--interval", "0.05",
+                         "--log-dir", str(tmp_path / "logs"), "--echo", "never"]) == 0  # fmt: skip
+    from diskinfo.report import split_runs
+
+    runs = split_runs(load_run(tmp_path / "logs" / "diskinfo.jsonl"))
+    assert [len(r) for r in runs] == [2, 2]
+    assert all(rec.started and rec.started < rec.ts for r in runs for rec in r)
+
+
 def test_a_line_being_written_is_skipped(tmp_path: Path) -> None:
     run = write_run(tmp_path / "live.jsonl", before_run())
     with run.open("a") as fh:

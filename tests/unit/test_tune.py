@@ -166,13 +166,17 @@ def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 
 
 def test_cli_prints_the_table_and_writes_json_and_png(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("LOG_DIR", raising=False)
     code = cli.main(["tune", f"{W}:too_few_workers", "--budget", "8", "--out", str(tmp_path / "t")])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "samples/s" in out and "data-wait" in out and "CPU/worker" in out
     assert "num_workers=0" in out and "(current)" in out and "\nbest: " in out
+    # the way to check the gain in training names a command that exists: both runs in one
+    # logs folder, the last two compared (it said `report before.jsonl after.jsonl`)
+    assert "`diskinfo report /workspace/logs/diskinfo.jsonl --run prev,last`" in out
     document = json.loads((tmp_path / "t.json").read_text())
     assert document["current"] == "num_workers=0" and document["batch_size"] == 32
     # 4,000 samples of 3 ms do not fit a first pass of a quarter of 8 s: said, not hidden

@@ -1,15 +1,80 @@
-"""`diskinfo report RUN.jsonl [B.jsonl]`: print the summary (or A vs B) and write the PNG."""
+"""`diskinfo report RUN.jsonl [B.jsonl] [--run SPEC]`: print the summary (or A vs B) and write
+the PNG. A file holds every run that appended to it: the last one is reported unless --run
+picks others."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from diskinfo.errors import UserError
-from diskinfo.report import load_run, render, render_comparison, summarise
+from diskinfo.record import IntervalRecord
+from diskinfo.report import load_run, render, render_comparison, runs_note, split_runs, summarise
 from diskinfo.report.plot import NoMatplotlib, plot
+
+
+@dataclass
+class Picked:
+    """One run to report: its records, its name in the report, where it came from."""
+
+    name: str
+    records: list[IntervalRecord]
+    file: Path
+    run: int | None  # 1-based within its file; None: the whole file
+    of: int  # runs in its file
+
+
+def pick(files: list[tuple[Path, list[IntervalRecord]]], spec: str) -> list[Picked]:
+    """--run: `last` (each file's last run), `all` (each file whole), or, in one file, a run
+    `N` or two `A,B` to compare (numbers from 1, `prev` and `last` by name)."""
+    spec = spec.strip().lower()
+    if spec in ("last", "all"):
+        out = []
+        for path, records in files:
+            runs = split_runs(records)
+            if spec == "all":
+                name = f"{path} ({len(runs)} runs as one)" if len(runs) > 1 else str(path)
+                out.append(Picked(name, list(records), path, None, len(runs)))
+            else:
+                name = f"{path} (run {len(runs)})" if len(runs) > 1 else str(path)
+                out.append(Picked(name, runs[-1], path, len(runs), len(runs)))
+        return out
+    if len(files) != 1:
+        raise UserError(
+            f"--run {spec} picks runs of one file; with two files each one's last run is "
+            "compared (--run all: each file whole)"
+        )
+    path, records = files[0]
+    runs = split_runs(records)
+    tokens = spec.split(",")
+    if len(tokens) > 2:
+        raise UserError(f"--run {spec}: one run (N) or two to compare (A,B), not {len(tokens)}")
+    numbers = [_run_number(token.strip(), len(runs), path) for token in tokens]
+    if len(numbers) == 2 and numbers[0] == numbers[1]:
+        raise UserError(f"--run {spec}: the same run twice; name two runs to compare")
+    if len(numbers) == 1:
+        return [
+            Picked(f"{path} (run {numbers[0]})", runs[numbers[0] - 1], path, numbers[0], len(runs))
+        ]
+    return [Picked(f"run {n}", runs[n - 1], path, n, len(runs)) for n in numbers]
+
+
+def _run_number(token: str, count: int, path: Path) -> int:
+    held = f"{path} holds {count} run" + ("s" if count != 1 else "")
+    if token == "last":
+        return count
+    if token == "prev":
+        if count < 2:
+            raise UserError(f"{held}: there is no run before the last")
+        return count - 1
+    if not token.isdigit():
+        raise UserError(f"--run: not a run number, 'prev', 'last' or 'all': {token!r}")
+    if not 1 <= int(token) <= count:
+        raise UserError(f"{held}: no run {token}")
+    return int(token)
 
 
 def run_names(runs: list[Path]) -> list[str]:
@@ -26,8 +91,12 @@ def run_names(runs: list[Path]) -> list[str]:
     return names  # the same file twice
 
 
-def default_png(runs: list[Path]) -> Path:
-    """RUN.png next to RUN.jsonl; A-vs-B.png next to A for a comparison."""
+def default_png(runs: list[Path], picked: list[int] | None = None) -> Path:
+    """RUN.png next to RUN.jsonl; A-vs-B.png next to A for a comparison; RUN-runN.png and
+    RUN-runA-vs-runB.png for runs that --run picked by number within one file."""
+    if picked:
+        stem = runs[0].name.removesuffix(".jsonl")
+        return runs[0].with_name(f"{stem}-" + "-vs-".join(f"run{n}" for n in picked) + ".png")
     return runs[0].with_name("-vs-".join(run_names(runs)) + ".png")
 
 
@@ -45,18 +114,41 @@ def _timeline(loaded: list, png: Path | None, asked: bool) -> Path | None:
         return None
 
 
+def _shown(picks: list[Picked]) -> str:
+    """Which of a file's runs this report is, for the note on a file with several."""
+    if len(picks) == 2:
+        return f"runs {picks[0].run} and {picks[1].run} side by side"
+    if picks[0].run is None:
+        return "every run, as one"
+    return f"run {picks[0].run}" + (" (the last)" if picks[0].run == picks[0].of else "")
+
+
 def run(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.runs]
     if len(paths) > 2:
         raise UserError("give one run to summarise or two (A B) to compare")
-    loaded = [(str(p), load_run(p)) for p in paths]
+    files = [(p, load_run(p)) for p in paths]
+    picked = pick(files, args.run)
+    loaded = [(p.name, p.records) for p in picked]
     summaries = [summarise(records, name) for name, records in loaded]
-    png = None if args.no_png else Path(args.png) if args.png else default_png(paths)
+    numbered = [] if args.run.strip().lower() in ("last", "all") else [p.run or 0 for p in picked]
+    png = None if args.no_png else Path(args.png) if args.png else default_png(paths, numbered)
     if args.json:
         written = _timeline(loaded, png, asked=bool(args.png))
-        out = {"runs": [s.to_dict() for s in summaries], "png": str(written) if written else None}
+        out = {
+            "runs": [s.to_dict() for s in summaries],
+            "picked": [{"file": str(p.file), "run": p.run, "of": p.of} for p in picked],
+            "png": str(written) if written else None,
+        }
         print(json.dumps(out, indent=1))
         return 0
+    for path, records in files:
+        spans = [
+            (r[0].ts - r[0].elapsed_s, r[-1].ts - r[0].ts + r[0].elapsed_s)
+            for r in split_runs(records)
+        ]
+        if len(spans) > 1:
+            print(runs_note(str(path), spans, _shown([p for p in picked if p.file == path])))
     print(render(summaries[0]) if len(summaries) == 1 else render_comparison(*summaries))
     sys.stdout.flush()
     written = _timeline(loaded, png, asked=bool(args.png))

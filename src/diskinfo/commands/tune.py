@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from diskinfo.commands import LOG_DIR
 from diskinfo.pack.progress import Bar
 from diskinfo.tune import Options, tune
 from diskinfo.tune.table import caveat, plot, render, verdict, write_json
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(f"written: {prefix.with_suffix('.json')}" + (f", {png}" if drew else " (no PNG: "
           "matplotlib is not installed)"))  # fmt: skip
-    print("then compare a training run before and after the change: `diskinfo report "
-          "before.jsonl after.jsonl` (see docs/tune.md)")  # fmt: skip
+    logs = os.environ.get("LOG_DIR") or LOG_DIR  # where the monitor's runs are
+    print("then train once before and once after the change, into the same logs folder, and "
+          f"compare the two runs: `diskinfo report {logs}/diskinfo.jsonl --run prev,last` "
+          "(see docs/tune.md)")  # fmt: skip
     return 0

@@ -8,7 +8,7 @@ import dataclasses
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,19 @@ def load_run(path: str | Path, warn: Callable[[str], None] | None = None) -> lis
         else:
             warn(message)
     return records
+
+
+def split_runs(records: Sequence[IntervalRecord]) -> list[list[IntervalRecord]]:
+    """The runs one file gathers, in file order: every start of the monitor appends to the same
+    diskinfo.jsonl (the image's logs folder is mounted again for each container), and each
+    record carries its run's `started`. Records from before that field (0) make one run."""
+    runs: list[list[IntervalRecord]] = []
+    for rec in records:
+        if runs and runs[-1][-1].started == rec.started:
+            runs[-1].append(rec)
+        else:
+            runs.append([rec])
+    return runs
 
 
 class NotJson(UserError):
