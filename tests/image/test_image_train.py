@@ -211,3 +211,31 @@ def test_the_monitor_watches_the_users_program_not_the_log_tee(container, tmp_pa
     wait_until(busy_main, 40, lambda: f"no busy main:{pid} in {procs_lines()[-3:]}")
     last = procs_lines()[-1]
     assert re.findall(r"(\w+):(\d+) read=", last) == [("main", str(pid))], last  # nothing else
+
+
+def test_two_runs_into_one_logs_folder_are_two_runs_to_report(container, tmp_path: Path):
+    """README step 2 run again after a fix appends to the same logs/diskinfo.jsonl: report
+    takes the last run, and `--run prev,last` puts the two side by side (it took the file as
+    one run, both runs' figures mixed)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    mount = {str(logs): {"bind": "/workspace/logs"}}
+    for _ in range(2):
+        running = container(
+            "python3", "-c", "import time; time.sleep(4)", volumes=mount,
+            env={"DISKINFO_INTERVAL": "1"},
+        )  # fmt: skip
+        assert running.wait(timeout=90) == 0, running.logs()[-2000:]
+    records = [
+        json.loads(line) for line in logs.joinpath("diskinfo.jsonl").read_text().splitlines()
+    ]
+    starts = list(dict.fromkeys(r["started"] for r in records))
+    assert len(starts) == 2 and all(starts), starts
+    report = container(
+        "report", "/workspace/logs/diskinfo.jsonl", "--run", "prev,last", "--no-png",
+        volumes=mount, entrypoint="diskinfo",
+    )  # fmt: skip
+    assert report.wait(timeout=90) == 0, report.logs()[-2000:]
+    out = report.logs()
+    assert "/workspace/logs/diskinfo.jsonl holds 2 runs" in out, out
+    assert "A: run 1" in out and "B: run 2" in out, out
