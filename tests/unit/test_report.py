@@ -273,7 +273,7 @@ def test_a_file_two_runs_appended_to_reports_the_last_and_says_how_to_compare(
 
     assert cli.main(["report", str(run), "--run", "1", "--json", "--no-png"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["picked"] == [{"file": str(run), "run": 1, "of": 2}]
+    assert data["picked"] == [{"file": str(run), "run": 1, "of": 2, "rotated": []}]
     assert data["runs"][0]["verdict_shares"] == {SMALL: 0.6, "compute-bound": 0.4}
 
     assert cli.main(["report", str(run), "--run", "all", "--no-png"]) == 0
@@ -298,6 +298,61 @@ def test_run_picks_that_cannot_be_are_one_line_errors(
         "holds 1 run: there is no run before the last"
     )
     assert "picks runs of one file" in err(str(run), str(single), "--run", "1")
+
+
+def test_a_run_the_jsonl_rotated_through_is_reported_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JSONL rotates at 50 MiB (about 19 hours at the image's 5 s): a run of days left
+    only its last hours in diskinfo.jsonl, and report covered those as if they were the run.
+    An earlier run in the oldest file is not the long run's and stays out of it."""
+    from diskinfo.sinks.jsonl import JsonlSink
+
+    early = before_run(t0=1_700_000_000.0)
+    for rec in early:
+        rec.started = early[0].ts - 10
+    long = [
+        interval(1_800_000_000.0 + 5 * i, 5.0, "compute-bound", ["speed up the step"],
+                 r_s=400, rmb_s=200.0, wait=0.25, step=4.75, batches=30, gpu=95.0)
+        for i in range(1, 61)
+    ]  # fmt: skip
+    for rec in long:
+        rec.started = 1_800_000_000.0
+    last = after_run(t0=1_800_100_000.0)
+    for rec in last:
+        rec.started = 1_800_099_990.0
+    sink = JsonlSink(str(tmp_path), max_bytes=40_000, backups=5)  # the monitor's own rotation
+    for rec in early + long + last:
+        sink.write(rec)
+    sink.close()
+    path = tmp_path / "diskinfo.jsonl"
+    older = sorted(p.name for p in tmp_path.glob("diskinfo.jsonl.*"))
+    assert len(older) >= 2, older  # the long run spans three files or more
+    assert cli.main(["report", str(path), "--run", "1", "--no-png"]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}: its first run began before the file" in out
+    assert f"run: {path} (run 1)  2027-01-15 08:00:00 -> 2027-01-15 08:05:00 UTC" in out
+    assert "(5m 00s, 60 intervals)" in out and "100.0%  compute-bound" in out
+    # the last run is the default, whole and alone
+    assert cli.main(["report", str(path), "--no-png", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["picked"][0]["run"] == data["picked"][0]["of"] == 2
+    assert len(data["picked"][0]["rotated"]) >= 1
+    assert data["runs"][0]["intervals"] == len(last)
+
+
+def test_a_rotated_file_ending_in_another_run_is_not_read(tmp_path: Path) -> None:
+    from diskinfo.report import load_with_rotated
+
+    a, b = before_run(), after_run()
+    for rec in a:
+        rec.started = 1.0
+    for rec in b:
+        rec.started = 2.0
+    write_run(tmp_path / "diskinfo.jsonl.1", a)
+    write_run(tmp_path / "diskinfo.jsonl", b)
+    records, read = load_with_rotated(tmp_path / "diskinfo.jsonl")
+    assert (len(records), read) == (len(b), [])
 
 
 def test_records_from_before_the_run_field_are_one_run(tmp_path: Path) -> None:

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from diskinfo.errors import UserError
 from diskinfo.record import IntervalRecord
-from diskinfo.report import load_run, render, render_comparison, runs_note, split_runs, summarise
+from diskinfo.report import (
+    load_with_rotated,
+    render,
+    render_comparison,
+    runs_note,
+    split_runs,
+    summarise,
+)
 from diskinfo.report.plot import NoMatplotlib, plot
 
 
@@ -127,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.runs]
     if len(paths) > 2:
         raise UserError("give one run to summarise or two (A B) to compare")
-    files = [(p, load_run(p)) for p in paths]
+    loaded_files = [(p, *load_with_rotated(p)) for p in paths]
+    files = [(p, records) for p, records, _ in loaded_files]
+    rotated = {p: older for p, _, older in loaded_files}
     picked = pick(files, args.run)
     loaded = [(p.name, p.records) for p in picked]
     summaries = [summarise(records, name) for name, records in loaded]
@@ -137,12 +146,25 @@ def run(args: argparse.Namespace) -> int:
         written = _timeline(loaded, png, asked=bool(args.png))
         out = {
             "runs": [s.to_dict() for s in summaries],
-            "picked": [{"file": str(p.file), "run": p.run, "of": p.of} for p in picked],
+            "picked": [
+                {
+                    "file": str(p.file),
+                    "run": p.run,
+                    "of": p.of,
+                    "rotated": list(map(str, rotated[p.file])),
+                }
+                for p in picked
+            ],
             "png": str(written) if written else None,
         }
         print(json.dumps(out, indent=1))
         return 0
     for path, records in files:
+        if rotated[path]:
+            print(
+                f"{path}: its first run began before the file (it rotates at 50 MiB); "
+                f"read from {', '.join(o.name for o in rotated[path])} too"
+            )
         spans = [
             (r[0].ts - r[0].elapsed_s, r[-1].ts - r[0].ts + r[0].elapsed_s)
             for r in split_runs(records)

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -82,6 +83,54 @@ def split_runs(records: Sequence[IntervalRecord]) -> list[list[IntervalRecord]]:
         else:
             runs.append([rec])
     return runs
+
+
+TAIL_BYTES = 1 << 16  # more than one record's line (about 4 kB with a training job's figures)
+
+
+def last_started(path: Path) -> float | None:
+    """`started` of a file's last complete record, read from its tail only (a rotated file is
+    50 MiB): whether the run that the next newer file begins with goes on in this one."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            tail = f.read()
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")[1:] if size > TAIL_BYTES else tail.split(b"\n")):
+        line = line.strip(_JUNK.encode())
+        if line:
+            try:
+                started = json.loads(line).get("started")
+            except (ValueError, AttributeError):
+                continue  # a line cut short by a crash: the one before it
+            return started if isinstance(started, (int, float)) and started > 0 else None
+    return None
+
+
+def load_with_rotated(
+    path: str | Path, warn: Callable[[str], None] | None = None
+) -> tuple[list[IntervalRecord], list[Path]]:
+    """A file's records, with the beginning of its first run from the rotated files before it
+    (`path.1`, `path.2`, ...) when that run began there: the JSONL rotates at 50 MiB, about 19
+    hours at the image's 5 s, and a run of days is to be reported whole. Also the files read."""
+    path = Path(path)
+    records = load_run(path, warn)
+    started, read = records[0].started, []
+    while started:
+        older = path.with_name(f"{path.name}.{len(read) + 1}")
+        if last_started(older) != started:
+            break
+        kept = load_run(older, warn)
+        begin = len(kept)
+        while begin and kept[begin - 1].started == started:
+            begin -= 1
+        records = kept[begin:] + records
+        read.append(older)
+        if begin:  # the run began in this file
+            break
+    return records, read
 
 
 class NotJson(UserError):
