@@ -257,7 +257,7 @@ def test_a_file_two_runs_appended_to_reports_the_last_and_says_how_to_compare(
     assert cli.main(["report", str(run), "--no-png"]) == 0
     out = capsys.readouterr().out
     note, summary = out.split("\n", 1)
-    assert note.startswith(f"{run} holds 2 runs (1: 2027-01-15 08:00:00, 0m 25s; 2:")
+    assert note.startswith(f"{run} holds 2 runs (1: 2027-01-15 08:00:00 UTC, 0m 25s; 2:")
     assert "this report: run 2 (the last)" in note and "--run prev,last" in note
     assert summary.startswith(f"run: {run} (run 2)  ")
     assert "100.0%  compute-bound" in summary and SMALL not in summary

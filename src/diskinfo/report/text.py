@@ -70,11 +70,12 @@ def runs_note(path: str, spans: list[tuple[float, float]], shown: str) -> str:
     """What a file with several runs holds (each run's start and length, the last five) and
     how to pick others; `shown` says which this report is."""
     listed = [
-        f"{n}: {_clock(start)}, {_duration(seconds)}" for n, (start, seconds) in enumerate(spans, 1)
+        f"{n}: {_clock(start)} UTC, {_duration(seconds)}"
+        for n, (start, seconds) in enumerate(spans, 1)
     ][-5:]
     more = "..., " if len(spans) > 5 else ""
     return (
-        f"{path} holds {len(spans)} runs ({more}{'; '.join(listed)} UTC); this report: "
+        f"{path} holds {len(spans)} runs ({more}{'; '.join(listed)}); this report: "
         f"{shown}. --run N picks one, --run prev,last puts the last two side by side, "
         "--run all takes the file as one run"
     )
