@@ -115,6 +115,18 @@ def test_too_few_workers_name_the_change_with_this_machines_cores():
     assert any(f.startswith("pin_memory=True") for f in with_gpu.fixes)
 
 
+def test_without_workers_the_fix_does_not_call_the_training_process_all_loading():
+    """num_workers=0: the main process's CPU is its step's as well. '1.4 of 2 cores are busy
+    loading' said all of it was loading, and on a 2-core walk the advised workers were slower."""
+    main = [ProcessIO(pid=2, name="python", role="main", cpu_percent=145)]
+    v = decide(rec(loader=loader(0.44), cpu=host(busy=40), procs=main), BASE)
+    assert v.verdict == INPUT_CPU
+    assert v.fixes[0] == (
+        "num_workers 0 -> 2: loading and the step take turns in the training process "
+        "(1.4 of 16 cores busy)"
+    )
+
+
 def test_ddp_ranks_share_the_cores_the_workers_fix_counts():
     """Each rank of a DDP run has its own DataLoader workers: 4 ranks x 2 workers are 8 on
     16 cores (room for 4 each), 8 ranks x 2 are 16 (none). Found with Lightning, 2 ranks x 1

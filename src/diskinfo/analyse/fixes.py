@@ -62,7 +62,11 @@ def workers_fix(s: Signals) -> str | None:
         suggest = min(suggest, cores // ranks)
     if suggest < 1 or (current is not None and suggest <= current):
         return None
-    load = f"{s.loading_cores:.1f} of {cores or '?'} cores are busy loading"
+    busy = f"{s.loading_cores:.1f} of {cores or '?'} cores"
+    if any(p.role == "worker" for p in s.procs):
+        load = f"{busy} are busy loading"
+    else:  # the main process's CPU is its step's too: not all of it is loading
+        load = f"loading and the step take turns in the training process ({busy} busy)"
     now = str(current) if current is not None else "?"
     each = f" in each of the {ranks} training processes" if ranks > 1 else ""
     return f"num_workers {now} -> {suggest}{each}: {load}"
