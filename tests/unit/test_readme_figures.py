@@ -1,5 +1,6 @@
-"""The figures README.md quotes are the ones benchmarks/results/ holds: rerunning a benchmark
-without updating the README fails here, not in a user's hands."""
+"""The figures README.md quotes are the ones benchmarks/results/ holds, and its example verdict
+is one the monitor says: rerunning a benchmark or rewording a verdict without updating the
+README fails here, not in a user's hands."""
 
 from __future__ import annotations
 
@@ -42,3 +43,26 @@ def test_the_device_count_where_iostat_costs_more_is_inside_the_measured_bracket
     above = max(n for n, r in ratios.items() if r > 1.0)
     below = min(n for n, r in ratios.items() if r <= 1.0)
     assert above < below and above < int(said[1]) <= below, (ratios, said[0])
+
+
+def test_the_readme_s_verdict_line_is_one_the_monitor_says_today() -> None:
+    """README's example verdict went stale when the fixes' wording changed ('try: raise
+    DataLoader num_workers=0 to num_workers=2 (2 cores)' is nothing the monitor says). The
+    example's figures (num_workers=0, the training process at 144% of a core, 2 cores) must
+    give its words, summary and fix."""
+    from diskinfo.analyse.verdict import decide
+    from diskinfo.record import ProcessIO
+    from tests.helpers.records import host, loader
+    from tests.helpers.records import training_record as rec
+
+    readme = (ROOT / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if "[Verdict] input-bound: cpu: " in x)
+    said = re.match(
+        r"\S+ \[Verdict\] input-bound: cpu: (.+) \(was unknown\) \| try: (.+) \(details", line
+    )
+    assert said, line
+    figures = host(busy=73)
+    figures.cpu_count, figures.cgroup_cpu_allowed = 2, None
+    main = [ProcessIO(pid=2, name="python", role="main", cpu_percent=144)]
+    v = decide(rec(loader=loader(0.44), cpu=figures, procs=main), {})
+    assert (v.summary, v.fixes[0]) == (said[1], said[2])
