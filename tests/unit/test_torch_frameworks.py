@@ -170,6 +170,11 @@ if sys.argv[1] == "after":
 seen = sum(len(x) for (x,) in loader)
 os.write(1, f"RANK {accelerator.process_index} {os.getpid()} {seen}\\n".encode())
 accelerator.end_training()  # destroys the process group before interpreter exit
+# and still, under load, gloo's threads at interpreter exit aborted rank 0 once in CI
+# ("terminate called without an active exception", pytorch/pytorch#179291): what is tested
+# is done, so publish the figures and leave without the interpreter's teardown
+diskinfo.torch.meter().close()
+os._exit(0)
 """
 
 
@@ -203,8 +208,11 @@ args = transformers.TrainingArguments(
 model = Model()
 Trainer(model=model, args=args, train_dataset=Data()).train()
 os.write(1, f"RANK {int(os.environ['RANK'])} {os.getpid()} {model.seen}\\n".encode())
-# left to interpreter exit, gloo's threads may abort the process (pytorch/pytorch#179291)
+# left to interpreter exit, gloo's threads may abort the process (pytorch/pytorch#179291),
+# and did once in CI even after the process group was destroyed: publish, leave at once
 torch.distributed.destroy_process_group()
+diskinfo.torch.meter().close()
+os._exit(0)
 """
 
 
