@@ -21,6 +21,8 @@ from diskinfo.report import (
     summarise,
 )
 from diskinfo.report.plot import NoMatplotlib, plot
+from diskinfo.sinks.jsonl import MAX_BYTES
+from diskinfo.units import format_size
 
 
 @dataclass
@@ -34,17 +36,20 @@ class Picked:
     of: int  # runs in its file
 
 
-def pick(files: list[tuple[Path, list[IntervalRecord]]], spec: str) -> list[Picked]:
-    """--run: `last` (each file's last run), `all` (each file whole), or, in one file, a run
-    `N` or two `A,B` to compare (numbers from 1, `prev` and `last` by name)."""
-    spec = spec.strip().lower()
-    if spec in ("last", "all"):
+BY_NAME = ("last", "all")  # --run values that pick in every file; the others pick by number
+
+
+def pick(files: list[tuple[Path, list[list[IntervalRecord]]]], spec: str) -> list[Picked]:
+    """--run (lower case): `last` (each file's last run), `all` (each file whole), or, in one
+    file, a run `N` or two `A,B` to compare (numbers from 1, `prev` and `last` by name).
+    `files`: each file with its runs (split_runs)."""
+    if spec in BY_NAME:
         out = []
-        for path, records in files:
-            runs = split_runs(records)
+        for path, runs in files:
             if spec == "all":
                 name = f"{path} ({len(runs)} runs as one)" if len(runs) > 1 else str(path)
-                out.append(Picked(name, list(records), path, None, len(runs)))
+                whole = [rec for one in runs for rec in one]
+                out.append(Picked(name, whole, path, None, len(runs)))
             else:
                 name = f"{path} (run {len(runs)})" if len(runs) > 1 else str(path)
                 out.append(Picked(name, runs[-1], path, len(runs), len(runs)))
@@ -54,8 +59,7 @@ def pick(files: list[tuple[Path, list[IntervalRecord]]], spec: str) -> list[Pick
             f"--run {spec} picks runs of one file; with two files each one's last run is "
             "compared (--run all: each file whole)"
         )
-    path, records = files[0]
-    runs = split_runs(records)
+    path, runs = files[0]
     tokens = spec.split(",")
     if len(tokens) > 2:
         raise UserError(f"--run {spec}: one run (N) or two to compare (A,B), not {len(tokens)}")
@@ -134,13 +138,15 @@ def run(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.runs]
     if len(paths) > 2:
         raise UserError("give one run to summarise or two (A B) to compare")
-    loaded_files = [(p, *load_with_rotated(p)) for p in paths]
-    files = [(p, records) for p, records, _ in loaded_files]
-    rotated = {p: older for p, _, older in loaded_files}
-    picked = pick(files, args.run)
+    spec = args.run.strip().lower()
+    files, rotated = [], {}
+    for path in paths:
+        records, rotated[path] = load_with_rotated(path)
+        files.append((path, split_runs(records)))
+    picked = pick(files, spec)
     loaded = [(p.name, p.records) for p in picked]
     summaries = [summarise(records, name) for name, records in loaded]
-    numbered = [] if args.run.strip().lower() in ("last", "all") else [p.run or 0 for p in picked]
+    numbered = [] if spec in BY_NAME else [p.run or 0 for p in picked]
     png = None if args.no_png else Path(args.png) if args.png else default_png(paths, numbered)
     if args.json:
         written = _timeline(loaded, png, asked=bool(args.png))
@@ -159,17 +165,15 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=1))
         return 0
-    for path, records in files:
+    for path, runs in files:
         if rotated[path]:
             print(
-                f"{path}: its first run began before the file (it rotates at 50 MiB); "
+                f"{path}: its first run began before the file (it rotates at "
+                f"{format_size(MAX_BYTES, binary=True)}); "
                 f"read from {', '.join(o.name for o in rotated[path])} too"
             )
-        spans = [
-            (r[0].ts - r[0].elapsed_s, r[-1].ts - r[0].ts + r[0].elapsed_s)
-            for r in split_runs(records)
-        ]
-        if len(spans) > 1:
+        if len(runs) > 1:  # each run's start and length as its summary would state them
+            spans = [(s.start, s.duration_s) for s in map(summarise, runs)]
             print(runs_note(str(path), spans, _shown([p for p in picked if p.file == path])))
     print(render(summaries[0]) if len(summaries) == 1 else render_comparison(*summaries))
     sys.stdout.flush()

@@ -16,6 +16,7 @@ from diskinfo.record import IntervalRecord
 from diskinfo.sinks.rotating import RotatingFile
 
 FILENAME = "diskinfo.jsonl"
+MAX_BYTES = 50 * 2**20  # where it rotates (to .1 ... .5): about 19 hours of records at 5 s
 
 
 def encode(record: IntervalRecord) -> bytes:
@@ -24,7 +25,7 @@ def encode(record: IntervalRecord) -> bytes:
 
 
 class JsonlSink:
-    def __init__(self, log_dir: str, max_bytes: int = 50 * 2**20, backups: int = 5) -> None:
+    def __init__(self, log_dir: str, max_bytes: int = MAX_BYTES, backups: int = 5) -> None:
         self.file = RotatingFile(os.path.join(log_dir, FILENAME), max_bytes, backups)
 
     def write(self, record: IntervalRecord) -> None:
