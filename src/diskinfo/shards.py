@@ -20,24 +20,21 @@ per member extension ("jpg", "json", "cls").
 
 from __future__ import annotations
 
-import contextlib
-import gzip
-import io
 import itertools
 import os
 import random
 import warnings
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import torch.utils.data
 
 from diskinfo.pack import shardlist
+from diskinfo.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
+from diskinfo.tarstream import tar_members
 
 Sample = dict[str, Any]
-_BUFFER = 1 << 20
 SHUFFLE_BUFFER = 1000  # samples, as in webdataset's examples: .shuffle(1000)
 _INITIAL = 100  # samples buffered before the first one is handed out
 
@@ -63,83 +60,6 @@ def read_shard(path: str | Path) -> Iterator[Sample]:
         current[ext] = data
     if current is not None:
         yield current
-
-
-_FILE_TYPES = (b"0", b"\0", b"7")  # regular, old-style regular, contiguous
-
-
-def tar_members(path: str | Path) -> Iterator[tuple[str, bytes]]:
-    """(name, bytes) of each regular file in a ustar/pax/GNU tar, read straight from the
-    header fields, not through tarfile, whose per-member cost bounded the reader (see
-    benchmarks/results/shards.md). Long names (pax `path`, GNU `L`) are honoured; headers are
-    checksummed. Gzipped tars (`.tar.gz`, `.tgz`, webdataset's TarWriter(compress=True)) are
-    known by their magic bytes, whatever their name."""
-    with open(path, "rb", buffering=_BUFFER) as raw:
-        try:
-            with _maybe_gunzip(raw) as fh:
-                yield from _members(path, fh)
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise ValueError(f"{path}: damaged gzip data ({exc})") from None
-
-
-def _maybe_gunzip(raw: io.BufferedReader) -> contextlib.AbstractContextManager[IO[bytes]]:
-    if raw.peek(2)[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    return contextlib.nullcontext(raw)
-
-
-def _members(path: str | Path, fh: IO[bytes]) -> Iterator[tuple[str, bytes]]:
-    long_name: str | None = None
-    while len(header := fh.read(512)) == 512 and header.count(0) != 512:
-        stored = header[148:156].split(b"\0", 1)[0].strip()
-        if not _checksum_ok(stored, header):
-            raise ValueError(f"{path}: not a tar file or a damaged header")
-        field = header[124:136]
-        if field[0] & 0x80:  # base-256 size (over 8 GiB)
-            size = int.from_bytes(field[1:], "big")
-        else:
-            size = int(field.split(b"\0", 1)[0].strip() or b"0", 8)
-        data = fh.read(size)
-        if len(data) != size:
-            raise ValueError(f"{path}: truncated in a member's data")
-        fh.seek(-size % 512, 1)
-        kind = header[156:157]
-        if kind == b"x":
-            long_name = _pax_path(data) or long_name
-        elif kind == b"L":
-            long_name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
-        elif kind in _FILE_TYPES:
-            name = long_name or _ustar_name(header)
-            long_name = None
-            yield name, data
-        elif kind != b"g":
-            long_name = None  # directories, links and devices: no sample bytes
-
-
-def _checksum_ok(stored: bytes, header: bytes) -> bool:
-    try:
-        return bool(stored) and int(stored, 8) == sum(header) - sum(header[148:156]) + 256
-    except ValueError:  # not octal digits: not a tar header at all
-        return False
-
-
-def _ustar_name(header: bytes) -> str:
-    name = header[:100].split(b"\0", 1)[0]
-    if header[257:262] == b"ustar" and (prefix := header[345:500].split(b"\0", 1)[0]):
-        name = prefix + b"/" + name
-    return name.decode("utf-8", "surrogateescape")
-
-
-def _pax_path(data: bytes) -> str | None:
-    """The `path` record of a pax extended header ("%d path=%s\n" records)."""
-    pos, found = 0, None
-    while pos < len(data):
-        length = int(data[pos : data.index(b" ", pos)])
-        key, _, value = data[data.index(b" ", pos) + 1 : pos + length - 1].partition(b"=")
-        if key == b"path":
-            found = value.decode("utf-8", "surrogateescape")
-        pos += length
-    return found
 
 
 def dist_initialized() -> bool:
