@@ -59,6 +59,7 @@ lint: dev
 	$(VENV)/bin/shellcheck entrypoint.sh .ci/run docker/build/apt-install docker/build/pip-install docker/build/user-venv \
 	  $$(git ls-files '*.sh')
 	$(VENV)/bin/hadolint Dockerfile
+	$(VENV)/bin/vermin -q -t=3.10- --violations --no-tips src docker scripts
 
 test-unit: dev
 	$(PYTEST) tests/unit $(PYTEST_ARGS)

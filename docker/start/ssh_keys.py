@@ -12,6 +12,7 @@ number and kind, never echoed: a private key pasted by mistake must not reach a 
 from __future__ import annotations
 
 import binascii
+import re
 import struct
 import sys
 
@@ -28,6 +29,17 @@ BASE_TYPES = (
 KEY_TYPES = frozenset(BASE_TYPES) | {t.split("@")[0] + "-cert-v01@openssh.com" for t in BASE_TYPES}
 NO_TYPE = "no known key type (ssh-ed25519, ssh-rsa, ecdsa-sha2-..., sk-...)"
 EXPECTED = "[options] TYPE BASE64 [comment], e.g. the line of ~/.ssh/id_ed25519.pub"
+# Canonical base64 as ssh-keygen writes it: whole quads, `=` only to close the last one. Checked
+# here because a2b_base64's strict_mode needs Python 3.11 and the real base runs 3.10 (where the
+# keyword is a TypeError); one check for both, so a key passes or fails the same on each.
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
+def strict_b64decode(text: str) -> bytes:
+    """The bytes of canonical base64 `text`; binascii.Error for anything else (spaces included)."""
+    if not _BASE64.fullmatch(text):
+        raise binascii.Error("not canonical base64")
+    return binascii.a2b_base64(text.encode("ascii"))
 
 
 def _split_options(line: str) -> tuple[str, str]:
@@ -55,7 +67,7 @@ def check(line: str) -> str:
     if len(fields) < 2 or fields[0] not in KEY_TYPES:
         raise ValueError(NO_TYPE)
     try:
-        blob = binascii.a2b_base64(fields[1].encode(), strict_mode=True)
+        blob = strict_b64decode(fields[1])
         (size,) = struct.unpack(">I", blob[:4])
         named = blob[4 : 4 + size].decode()
     except (binascii.Error, struct.error, UnicodeDecodeError):
