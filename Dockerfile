@@ -64,14 +64,16 @@ FROM torch AS tools
 ARG OFFLINE=0
 # The services, diskinfo's dependencies (with matplotlib for `diskinfo report` and webdataset for
 # the shard examples) and numpy: one list, docker/build/requirements.txt, whose diskinfo part
-# tests/unit/test_image_requirements.py keeps equal to pyproject.toml. These change less often
-# than our code.
+# tests/unit/test_image_requirements.py keeps equal to pyproject.toml, at the exact versions of
+# docker/build/constraints.txt (resolved for the real base's Python 3.10 by `make constraints`),
+# so every build installs what CI tested. These change less often than our code.
 RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
     --mount=type=secret,id=ca_bundle,required=false \
     --mount=type=bind,source=docker/wheelhouse,target=/wheelhouse \
     --mount=type=bind,source=docker/build/pip-install,target=/usr/local/bin/pip-install \
     --mount=type=bind,source=docker/build/requirements.txt,target=/tmp/requirements.txt \
-    pip-install -r /tmp/requirements.txt
+    --mount=type=bind,source=docker/build/constraints.txt,target=/tmp/constraints.txt \
+    PIP_CONSTRAINT=/tmp/constraints.txt pip-install -r /tmp/requirements.txt
 
 ARG NB_USER=jovyan
 ARG NB_UID=1000

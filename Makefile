@@ -43,7 +43,7 @@ PYTEST ?= $(PY) -m pytest
 PYTEST_ARGS ?=
 
 .PHONY: build run demo test lint clean dev test-unit test-system test-image test-cuda wheelhouse \
-	stand-in-base stand-in stand-in-check stand-in-wheel
+	stand-in-base stand-in stand-in-check stand-in-wheel constraints constraints-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,17 @@ lint: dev
 	  $$(git ls-files '*.sh')
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/vermin -q -t=3.10- --violations --no-tips src docker scripts
+	$(PY) scripts/image-constraints.py check
+
+# docker/build/constraints.txt, the exact versions the image's tools layer installs, resolved
+# for the real base's CPython 3.10 (scripts/image-constraints.py says how and what is left out).
+# constraints: rewrite it after changing requirements.txt or to take newer releases;
+# constraints-check (part of lint; needs PyPI): it still resolves for 3.10 and the stand-in's 3.11.
+constraints: dev
+	$(PY) scripts/image-constraints.py write
+
+constraints-check: dev
+	$(PY) scripts/image-constraints.py check
 
 test-unit: dev
 	$(PYTEST) tests/unit $(PYTEST_ARGS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import tomllib
+from packaging.requirements import Requirement
 
 from tests.helpers import ROOT
 
@@ -76,3 +77,47 @@ def test_the_image_builds_diskinfo_with_the_setuptools_pyproject_needs():
     assert isinstance(pyproject["project"]["license"], str)
     own, _ = _requirements()
     assert "setuptools>=77" in own, own
+
+
+CONSTRAINTS = ROOT / "docker" / "build" / "constraints.txt"
+
+
+def _constraints() -> dict[str, str]:
+    pins = {}
+    for line in CONSTRAINTS.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            pins[_name(name)] = version
+    return pins
+
+
+def _name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~;\[ ]", requirement.strip())[0]).lower()
+
+
+def test_constraints_pin_every_requirement_at_a_version_it_accepts():
+    """The build installs requirements.txt under docker/build/constraints.txt: a package added
+    to one and not the other, or a range the pinned version falls out of, fails here (offline;
+    `make constraints-check` resolves the whole set with pip)."""
+    pins = _constraints()
+    own, diskinfo = _requirements()
+    for requirement in own + diskinfo:
+        parsed = Requirement(requirement)
+        name = _name(parsed.name)
+        assert name in pins, f"{name} is not in {CONSTRAINTS.name}: run `make constraints`"
+        assert parsed.specifier.contains(pins[name], prereleases=True), (requirement, pins[name])
+
+
+def test_constraints_leave_the_torch_stack_to_the_dockerfile_and_torch():
+    """torch's version is the Dockerfile's ARG, its CUDA libraries are torch's own exact pins
+    (cu118, cu126 and cu128 builds differ), so a pin here would fight the CUDA variants."""
+    stack = [n for n in _constraints() if re.fullmatch(r"torch.*|triton|nvidia-.*-cu\d+", n)]
+    assert stack == []
+
+
+def test_the_tools_layer_installs_under_the_constraints():
+    dockerfile = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    (tools,) = [line for line in dockerfile.splitlines() if "-r /tmp/requirements.txt" in line]
+    assert "source=docker/build/constraints.txt,target=/tmp/constraints.txt" in tools
+    assert "PIP_CONSTRAINT=/tmp/constraints.txt pip-install" in tools
