@@ -18,7 +18,8 @@ from typing import NoReturn
 
 from diskinfo import __version__
 from diskinfo.commands import LOG_DIR
-from diskinfo.errors import Terminated, UserError, interrupted_exit
+from diskinfo.errors import Terminated, UserError, interrupted_exit, printable
+from diskinfo.privileges import drop_for
 from diskinfo.units import MIB, RULE, size_arg
 
 
@@ -280,15 +281,20 @@ def _terminate(signum: int, _frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `diskinfo` program (argv None: the process's own arguments, and the process is
+    the command's, so a root run may give up root for good, `privileges`); a caller passing
+    `argv` keeps its own identity (tests, notebooks calling the verbs in-process)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     before = {}
     if threading.current_thread() is threading.main_thread():  # `watch` installs its own
         before = {signum: signal.signal(signum, _terminate) for signum in TERMINATING}
     try:
+        if argv is None:
+            drop_for(args)  # run as root: become the owner of the folder the verb writes
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"diskinfo: error: {exc}", file=sys.stderr)
+        print(f"diskinfo: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
         return interrupted_exit(exc)
@@ -299,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
     except OSError as exc:
         print(
-            f"diskinfo: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
+            printable(f"diskinfo: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")),
             file=sys.stderr,
         )
         return 1

@@ -23,3 +23,10 @@ def interrupted_exit(exc: KeyboardInterrupt) -> int:
     """The shell's exit status for a run ended by this interrupt: 130 for Ctrl-C, 128+N for
     signal N."""
     return exc.exit_code if isinstance(exc, Terminated) else 130
+
+
+def printable(text: str) -> str:
+    """`text` with every character a terminal would act on or cannot show (ESC, CR, newline,
+    a file name's undecodable bytes) written as its Python escape: a file name is data, and
+    must not move root's cursor or recolour its screen when an error quotes it."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -130,12 +130,12 @@ def test_resume_keeps_finished_shards(tmp_path: Path, monkeypatch: pytest.Monkey
     real = packmod.write_shard
     calls = []
 
-    def interrupted(dest: Path, name: str, samples: list) -> dict:
+    def interrupted(dest: Path, name: str, samples: list, owner: object = None) -> dict:
         calls.append(name)
         if len(calls) == 3:
-            (dest / f".{name}.tmp").write_bytes(b"half a shard")  # as a kill -9 leaves it
+            (dest / f".{name}.1a2b3c4d.tmp").write_bytes(b"half a shard")  # as kill -9 leaves it
             raise KeyboardInterrupt
-        return real(dest, name, samples)
+        return real(dest, name, samples, owner)
 
     monkeypatch.setattr(packmod, "write_shard", interrupted)
     with pytest.raises(KeyboardInterrupt):

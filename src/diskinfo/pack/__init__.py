@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from diskinfo.errors import UserError
-from diskinfo.fileio import fsync_dir, make_dirs, write_atomic
+from diskinfo.fileio import fsync_dir, make_dirs, read_regular, write_atomic
+from diskinfo.pack.access import source_owner
 from diskinfo.pack.plan import FORMAT, fingerprint, plan, shard_count
 from diskinfo.pack.progress import Progress
 from diskinfo.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
@@ -55,6 +56,7 @@ __all__ = [
 
 MANIFEST = "manifest.json"
 STATE = ".diskinfo-pack-state.json"
+STATE_CAP = 64 << 20  # bytes: a state file of a million shards; a planted one is not read
 DEFAULT_SEED = 0
 
 
@@ -89,12 +91,14 @@ def prepare_dest(dest: Path, plan_id: str, force: bool, say: Callable[[str], Non
     if force:
         for name in names:
             if _ours(name):
-                (dest / name).unlink()
+                os.unlink(dest / name)  # a link itself, never what it points to
         return fresh
     if STATE in names and MANIFEST not in names:
         try:
-            state = json.loads(state_path.read_text())
+            state = json.loads(read_regular(state_path, STATE_CAP))
         except (OSError, ValueError):
+            state = {}
+        if not isinstance(state, dict) or not isinstance(state.get("done"), dict):
             state = {}
         if state.get("fingerprint") != plan_id:
             raise UserError(
@@ -103,7 +107,7 @@ def prepare_dest(dest: Path, plan_id: str, force: bool, say: Callable[[str], Non
             )
         for name in names:
             if name.startswith(".shard-") and name.endswith(".tmp"):
-                (dest / name).unlink()  # a shard cut off mid-write: never trusted
+                os.unlink(dest / name)  # a shard cut off mid-write: never trusted
         say(f"resuming: {len(state['done'])} finished shards kept")
         return state
     if MANIFEST in names:
@@ -132,7 +136,8 @@ def pack(
     src, dest = Path(src), Path(dest)
     out = stream or sys.stderr
     check_paths(src, dest)
-    found = scan(src, dest)
+    owner = source_owner(src)  # run as root: SRC's owner bounds what is read (pack.access)
+    found = scan(src, dest, owner)
     samples = list(found.samples)
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(samples)
@@ -153,7 +158,7 @@ def pack(
                 records.append(done)
                 bar.advance(len(group), nbytes, resumed=True)
                 continue
-            records.append(write_shard(dest, name, group))
+            records.append(write_shard(dest, name, group, owner))
             state["done"][name] = records[-1]
             write_json_atomic(dest / STATE, state)
             bar.advance(len(group), nbytes)

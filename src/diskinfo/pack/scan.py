@@ -12,7 +12,9 @@
   are skipped, and counted in the manifest;
 - symbolic links are followed, to directories too, as ImageFolder follows them (a class that
   is a link to a directory elsewhere is a class, numbered among the others); a link back to a
-  directory above it is an error, not an endless walk.
+  directory above it is an error, not an endless walk. Run as root on a SRC another user owns,
+  a link (or anything else) leading to what that owner may not read is an error
+  (`access`), never packed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diskinfo.errors import UserError
+from diskinfo.pack.access import Owner, check_dir, check_file
 
 BLOCK = 512  # a tar header, and the unit tar pads member data to
 
@@ -92,9 +95,10 @@ def dir_id(path: str) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def scan(src: Path, dest: Path | None = None) -> Scan:
+def scan(src: Path, dest: Path | None = None, owner: Owner | None = None) -> Scan:
     """Walk SRC in sorted order and group files into samples (see the module docstring).
-    `dest`: refused if a link in SRC leads to it (a second run would pack its shards)."""
+    `dest`: refused if a link in SRC leads to it (a second run would pack its shards).
+    `owner`: whose read access bounds what is packed (`access.source_owner`)."""
     real_dest = dest.resolve() if dest is not None else None
     groups: dict[str, Sample] = {}
     hidden = no_ext = special = 0
@@ -111,6 +115,7 @@ def scan(src: Path, dest: Path | None = None) -> Scan:
         here = chains.pop(dirpath, None) or (dir_id(dirpath),)
         for d in dirnames:
             child = os.path.join(dirpath, d)
+            check_dir(child, owner)
             child_id = dir_id(child)
             if child_id in here:
                 raise UserError(
@@ -143,6 +148,7 @@ def scan(src: Path, dest: Path | None = None) -> Scan:
             if not stat.S_ISREG(st.st_mode):
                 special += 1  # FIFOs, sockets, devices: opening a FIFO would hang
                 continue
+            check_file(path, st, owner)
             if not os.access(path, os.R_OK):
                 raise UserError(f"cannot read {path}: Permission denied")
             key = prefix + stem

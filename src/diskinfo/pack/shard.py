@@ -1,6 +1,10 @@
 """Write one shard safely: tar it under a hidden name while hashing what is read from SRC,
 fsync, drop it from the page cache, read it back from the device and compare member by
-member, then rename it into place. Shard bytes are deterministic (fixed owner, mode, order)."""
+member, then rename it into place. Shard bytes are deterministic (fixed owner, mode, order).
+
+DEST may be another user's folder while root packs: the shard is created there with
+O_EXCL|O_NOFOLLOW (`fileio.create_temp`), given its owner, read back and renamed through
+descriptors only, so a link planted under the temporary name is never followed."""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from diskinfo.errors import UserError
-from diskinfo.fileio import dir_owner, fsync_dir
+from diskinfo.fileio import create_temp, fsync_dir, opened_dir, owner_of, unlink_quietly
+from diskinfo.pack.access import Owner, check_open
 from diskinfo.pack.scan import Member, Sample, label_bytes
 
 CHUNK = 1 << 20
@@ -69,18 +74,32 @@ def _tarinfo(name: str, size: int, mtime: int) -> tarfile.TarInfo:
     return info
 
 
-def _add(tar: tarfile.TarFile, name: str, member: Member | None, sample: Sample) -> str:
+def _open_source(path: str, owner: Owner | None) -> BinaryIO:
+    """SRC's file for reading, links followed (on purpose) but never to what `owner` could
+    not read; O_NONBLOCK so that a FIFO swapped in after the scan cannot hang the pack."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        if (why := check_open(fd, path, owner)) is not None:
+            raise SourceError(why)
+        return open(fd, "rb", buffering=0)  # the caller closes it
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _add(
+    tar: tarfile.TarFile, name: str, member: Member | None, sample: Sample, owner: Owner | None
+) -> str:
     """Append one entry and return the sha256 of its bytes as read from SRC."""
     if member is None:
         data = label_bytes(sample.label or 0)
         mtime = max(m.mtime for m in sample.members)
         tar.addfile(_tarinfo(name, len(data), mtime), _BytesReader(data))  # type: ignore[arg-type]
         return hashlib.sha256(data).hexdigest()
-    try:
-        handle = open(member.path, "rb", buffering=0)  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise SourceError(f"cannot read {member.path}: {exc.strerror}") from None
-    with handle:
+    with _open_source(member.path, owner) as handle:
         if os.fstat(handle.fileno()).st_size != member.size:
             raise SourceError(f"{member.path} changed while being packed; re-run to pack it again")
         reader = _HashingReader(handle, member.path, member.size)
@@ -91,6 +110,13 @@ def _add(tar: tarfile.TarFile, name: str, member: Member | None, sample: Sample)
 def verify(path: Path, expected: list[tuple[str, int, str]]) -> str:
     """Read a written shard back from the device and compare every entry's name, size and
     sha256 with what was read from SRC; returns the shard's own sha256."""
+    with open(path, "rb") as handle:
+        return verify_handle(handle, path.name, expected)
+
+
+def verify_handle(handle: BinaryIO, shown: str, expected: list[tuple[str, int, str]]) -> str:
+    """`verify` on an open shard, read from its start (the descriptor it was written through:
+    no name in DEST is opened again)."""
     whole = hashlib.sha256()
 
     class Hashing:
@@ -102,57 +128,62 @@ def verify(path: Path, expected: list[tuple[str, int, str]]) -> str:
             whole.update(data)
             return data
 
-    with open(path, "rb") as handle:
-        stream = Hashing(handle)
-        seen = 0
-        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
-            for info in tar:
-                if seen >= len(expected):
-                    raise UserError(f"{path.name}: verification failed: unexpected {info.name}")
-                name, size, sha = expected[seen]
-                fh = tar.extractfile(info)
-                digest = hashlib.sha256()
-                while fh is not None and (chunk := fh.read(CHUNK)):
-                    digest.update(chunk)
-                if (info.name, info.size, digest.hexdigest()) != (name, size, sha):
-                    raise UserError(f"{path.name}: verification failed at {name}: bytes differ")
-                seen += 1
-        while stream.read(CHUNK):
-            pass
+    stream = Hashing(handle)
+    seen = 0
+    with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
+        for info in tar:
+            if seen >= len(expected):
+                raise UserError(f"{shown}: verification failed: unexpected {info.name}")
+            name, size, sha = expected[seen]
+            fh = tar.extractfile(info)
+            digest = hashlib.sha256()
+            while fh is not None and (chunk := fh.read(CHUNK)):
+                digest.update(chunk)
+            if (info.name, info.size, digest.hexdigest()) != (name, size, sha):
+                raise UserError(f"{shown}: verification failed at {name}: bytes differ")
+            seen += 1
+    while stream.read(CHUNK):
+        pass
     if seen != len(expected):
-        raise UserError(f"{path.name}: verification failed: {seen} of {len(expected)} entries")
+        raise UserError(f"{shown}: verification failed: {seen} of {len(expected)} entries")
     return whole.hexdigest()
 
 
-def write_shard(dest: Path, name: str, samples: list[Sample]) -> dict[str, Any]:
-    """Write, fsync, verify, rename. On any failure the temporary file is removed."""
-    tmp = dest / f".{name}.tmp"
+def write_shard(
+    dest: Path, name: str, samples: list[Sample], owner: Owner | None = None
+) -> dict[str, Any]:
+    """Write, fsync, verify, rename. On any failure the temporary file is removed. `owner`:
+    SRC's owner, whose read access bounds a root pack (`access`)."""
     expected: list[tuple[str, int, str]] = []
-    try:
-        with open(tmp, "wb", buffering=CHUNK) as raw:
-            if (ids := dir_owner(dest)) is not None:
-                os.fchown(raw.fileno(), *ids)
-            with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                for sample in samples:
-                    for entry, member in _entries(sample):
-                        sha = _add(tar, entry, member, sample)
-                        size = member.size if member else len(label_bytes(sample.label or 0))
-                        expected.append((entry, size, sha))
-            raw.flush()
-            os.fsync(raw.fileno())
-            # clean pages after fsync: dropping them makes the check below read the device
-            if hasattr(os, "posix_fadvise"):
-                os.posix_fadvise(raw.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-        sha256 = verify(tmp, expected)
-        nbytes = tmp.stat().st_size
-        os.replace(tmp, dest / name)
-        fsync_dir(dest)
-    except SourceError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(str(exc)) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with opened_dir(dest) as dir_fd:
+        fd, tmp = create_temp(dir_fd, f".{name}.")
+        try:
+            with open(fd, "w+b", buffering=CHUNK) as raw:
+                if (ids := owner_of(dir_fd)) is not None:
+                    os.fchown(fd, *ids)
+                os.fchmod(fd, 0o644)
+                with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                    for sample in samples:
+                        for entry, member in _entries(sample):
+                            sha = _add(tar, entry, member, sample, owner)
+                            size = member.size if member else len(label_bytes(sample.label or 0))
+                            expected.append((entry, size, sha))
+                raw.flush()
+                os.fsync(fd)
+                # clean pages after fsync: dropping them makes the check below read the device
+                if hasattr(os, "posix_fadvise"):
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                raw.seek(0)
+                sha256 = verify_handle(raw, name, expected)
+                nbytes = os.fstat(fd).st_size
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            fsync_dir(dir_fd)
+        except SourceError as exc:
+            unlink_quietly(dir_fd, tmp)
+            raise UserError(str(exc)) from None
+        except BaseException:
+            unlink_quietly(dir_fd, tmp)
+            raise
     return {
         "name": name,
         "samples": len(samples),
