@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from diskinfo.record import Cause, VerdictName
 from tests.helpers.cgroups import CONTROLLERS, HOG, enter
 from tests.helpers.cgroups import ROOT as CG
 from tests.helpers.cgroups import group as cgroup
@@ -56,15 +57,14 @@ IOPS_CAP = 300
 BPS_CAP = 20 * 2**20
 
 
-CPU_CAUSES = ("cpu-saturated", "few-workers", "no-workers", "cpu-unexplained")
+CPU_CAUSES = tuple(c for c in Cause if c.verdict == VerdictName.INPUT_CPU)
 
 
 @dataclass
 class Row:
     name: str
     workload: str
-    verdict: str
-    causes: tuple[str, ...]
+    causes: tuple[Cause, ...]  # any of them is right; they name one verdict
     args: list[str] = field(default_factory=list)  # verdicts_train arguments
     baseline: bool = True
     iops: int = 0
@@ -72,33 +72,37 @@ class Row:
     train: bool = True
     hog_elsewhere: bool = False
 
+    @property
+    def verdict(self) -> VerdictName:
+        return self.causes[0].verdict
+
 
 ROWS = [
     Row("compute", "samples in RAM, a real conv model per batch, num_workers 0",
-        "compute-bound", ("step",), ["--preload", "--step", "heavy", "--workers", "0"]),
+        (Cause.STEP,), ["--preload", "--step", "heavy", "--workers", "0"]),
     Row("small-cold", "12,000 files of 60 kB, cold cache, 2 workers, near-free step, "
-        "no stored baseline", "input-bound: small-file random reads", ("small-files",),
+        "no stored baseline", (Cause.SMALL_FILES,),
         ["--cold", "--workers", "2"], baseline=False),
     Row("large-seq", "4 files of 256 MiB read in order in 4 MiB samples, cold, 2 workers",
-        "input-bound: disk", ("device-limit",), ["--large", "--cold", "--workers", "2"]),
+        (Cause.DEVICE_LIMIT,), ["--large", "--cold", "--workers", "2"]),
     Row("cpu-decode", "warm files, a CPU-heavy transform in 2 workers on 2 cores",
-        "input-bound: cpu", ("cpu-saturated",),
+        (Cause.CPU_SATURATED,),
         ["--transform", "heavy", "--workers", "2", "--preload"]),
     Row("few-workers", "warm files, the heavy transform in 1 worker on 2 cores",
-        "input-bound: cpu", ("few-workers",),
+        (Cause.FEW_WORKERS,),
         ["--transform", "heavy", "--workers", "1", "--preload"]),
     Row("iops-cap", f"small files, cold, reads capped at {IOPS_CAP} IOPS (blkio throttle)",
-        "input-bound: disk", ("cgroup-cap",), ["--cold", "--workers", "2"], iops=IOPS_CAP),
+        (Cause.CGROUP_CAP,), ["--cold", "--workers", "2"], iops=IOPS_CAP),
     Row("bw-cap", f"large files, cold, reads capped at {BPS_CAP >> 20} MiB/s (blkio throttle)",
-        "input-bound: disk", ("cgroup-cap",), ["--large", "--cold", "--workers", "2"],
+        (Cause.CGROUP_CAP,), ["--large", "--cold", "--workers", "2"],
         bps=BPS_CAP),
     Row("warm-cache", "small files in the page cache (read once before), 2 workers, "
-        "near-free step", "input-bound: cpu", CPU_CAUSES,
+        "near-free step", CPU_CAUSES,
         ["--workers", "2", "--warm"]),
     Row("no-wrapper", "small files, cold, 2 workers, the DataLoader not wrapped",
-        "unknown", ("starting", "not-wrapped"), ["--cold", "--workers", "2", "--no-wrap"]),
+        (Cause.STARTING, Cause.NOT_WRAPPED), ["--cold", "--workers", "2", "--no-wrap"]),
     Row("no-training", "no training command; a CPU hog on every core in another cgroup",
-        "idle", ("no-training",), train=False, hog_elsewhere=True),
+        (Cause.NO_TRAINING,), train=False, hog_elsewhere=True),
 ]  # fmt: skip
 BY_NAME = {r.name: r for r in ROWS}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 SCHEMA = "diskinfo.interval/1"
@@ -180,20 +181,77 @@ class LoaderFigures:
     start_wait_s: float = 0.0  # of wait_s: waiting for those epochs' first batches
 
 
-INPUT_DISK = "input-bound: disk"
-INPUT_CPU = "input-bound: cpu"
-INPUT_SMALL_FILES = "input-bound: small-file random reads"
-COMPUTE_BOUND = "compute-bound"
-IDLE = "idle"
-UNKNOWN = "unknown"
-VERDICTS = (INPUT_DISK, INPUT_CPU, INPUT_SMALL_FILES, COMPUTE_BOUND, IDLE, UNKNOWN)
+class _Word(str, Enum):
+    """A public string held as an enumeration member: JSONL, the log and Prometheus see its
+    value, and a misspelt name fails where it is written, not in the fixes it selects.
+    (enum.StrEnum would do, but the image's Python is 3.10.)"""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class VerdictName(_Word):
+    """What an interval means: the `verdict` and `interval_verdict` strings of the JSONL."""
+
+    INPUT_DISK = "input-bound: disk"
+    INPUT_CPU = "input-bound: cpu"
+    INPUT_SMALL_FILES = "input-bound: small-file random reads"
+    COMPUTE_BOUND = "compute-bound"
+    IDLE = "idle"
+    UNKNOWN = "unknown"
+
+    @property
+    def input_bound(self) -> bool:
+        return VerdictName.is_input_bound(self)
+
+    @staticmethod
+    def is_input_bound(name: str) -> bool:
+        """The input-bound family, also for a name read back from JSONL (a plain str)."""
+        return name in _INPUT_BOUND
+
+
+_INPUT_BOUND = frozenset(
+    {VerdictName.INPUT_DISK, VerdictName.INPUT_CPU, VerdictName.INPUT_SMALL_FILES}
+)
+VERDICTS = tuple(VerdictName)
+
+
+class Cause(_Word):
+    """The rule that named a verdict: the `cause` and `interval_cause` strings of the JSONL.
+    Each cause belongs to one verdict (`verdict`); docs/verdicts.md explains each rule."""
+
+    verdict: VerdictName
+
+    def __new__(cls, value: str, verdict: VerdictName) -> Cause:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.verdict = verdict
+        return member
+
+    CGROUP_CAP = "cgroup-cap", VerdictName.INPUT_DISK
+    DEVICE_LIMIT = "device-limit", VerdictName.INPUT_DISK
+    BLOCKED_ON_READS = "blocked-on-reads", VerdictName.INPUT_DISK
+    DISK_BUSY = "disk-busy", VerdictName.INPUT_DISK
+    DISK_READING = "disk-reading", VerdictName.INPUT_DISK
+    SMALL_FILES = "small-files", VerdictName.INPUT_SMALL_FILES
+    CPU_SATURATED = "cpu-saturated", VerdictName.INPUT_CPU
+    NO_WORKERS = "no-workers", VerdictName.INPUT_CPU
+    FEW_WORKERS = "few-workers", VerdictName.INPUT_CPU
+    CPU_UNEXPLAINED = "cpu-unexplained", VerdictName.INPUT_CPU
+    STEP = "step", VerdictName.COMPUTE_BOUND
+    NO_STEP = "no-step", VerdictName.IDLE
+    GPU_IDLE = "gpu-idle", VerdictName.IDLE
+    NO_TRAINING = "no-training", VerdictName.IDLE
+    STARTING = "starting", VerdictName.UNKNOWN
+    NOT_WRAPPED = "not-wrapped", VerdictName.UNKNOWN
+    NO_FIGURES = "no-figures", VerdictName.UNKNOWN
 
 
 @dataclass
 class Verdict:
     """What the interval means, in plain words, with the evidence and the fixes to try."""
 
-    verdict: str  # one of VERDICTS
+    verdict: str  # a VerdictName (a plain str when read back from JSONL)
     summary: str = ""
     evidence: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
@@ -203,7 +261,8 @@ class Verdict:
     # stability (docs/verdicts.md, "The held verdict"): `verdict` above is the held verdict,
     # which changes only after another one has been decided for a window of intervals;
     # `interval_verdict` is this interval's own decision, `cause` names the rule behind the
-    # held verdict ("cgroup-cap", "small-files", ...) and `interval_cause` this interval's
+    # held verdict (a Cause: "cgroup-cap", "small-files", ...) and `interval_cause` this
+    # interval's (both plain str when read back from JSONL)
     cause: str = ""
     interval_verdict: str = ""
     interval_cause: str = ""

@@ -420,10 +420,10 @@ def _throttled_interval(throttled: bool) -> IntervalRecord:
 
 def test_reads_at_the_cgroup_cap_say_so_and_the_first_fix_lifts_it():
     from diskinfo.analyse.verdict import decide
-    from diskinfo.record import INPUT_DISK
+    from diskinfo.record import VerdictName
 
     v = decide(_throttled_interval(True), {})
-    assert v.verdict == INPUT_DISK
+    assert v.verdict == VerdictName.INPUT_DISK
     said = (
         "this container's reads are capped by its cgroup at 1000 IOPS (blkio throttle on vda; "
         "it reads 998 IOPS, 3.8 MB/s); the device itself is not busy (%util 9%)"
@@ -433,7 +433,7 @@ def test_reads_at_the_cgroup_cap_say_so_and_the_first_fix_lifts_it():
     assert "--device-read-iops" in v.fixes[0]
     # the same figures without a cap: the old reading (many small reads), no cgroup words
     free = decide(_throttled_interval(False), {})
-    assert free.verdict != INPUT_DISK or "cgroup" not in free.summary
+    assert free.verdict != VerdictName.INPUT_DISK or "cgroup" not in free.summary
     assert not any("cgroup" in x for x in free.evidence + free.fixes)
 
 

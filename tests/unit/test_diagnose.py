@@ -12,16 +12,11 @@ from diskinfo.analyse.diagnoser import Diagnoser
 from diskinfo.analyse.fixes import SHM_FIX
 from diskinfo.analyse.verdict import decide, io_share_of_loading
 from diskinfo.record import (
-    COMPUTE_BOUND,
-    IDLE,
-    INPUT_CPU,
-    INPUT_DISK,
-    INPUT_SMALL_FILES,
-    UNKNOWN,
     DeviceFigures,
     GpuFigures,
     LoaderFigures,
     ProcessIO,
+    VerdictName,
 )
 from tests.helpers.records import disk, host, loader
 from tests.helpers.records import training_record as rec
@@ -36,7 +31,7 @@ def test_small_file_random_reads():
         ),
         BASE,
     )
-    assert v.verdict == INPUT_SMALL_FILES and v.severity == "high"
+    assert v.verdict == VerdictName.INPUT_SMALL_FILES and v.severity == "high"
     assert v.input_share == pytest.approx(0.6)
     assert "data-wait 60% of step time" in v.evidence[0]
     assert any(f.startswith("num_workers 0 -> 2: ") for f in v.fixes)
@@ -51,7 +46,7 @@ def test_disk_at_its_measured_bandwidth():
         ),
         BASE,
     )
-    assert v.verdict == INPUT_DISK
+    assert v.verdict == VerdictName.INPUT_DISK
     assert "90% of the measured bandwidth" in v.summary
     assert any("faster local storage" in f for f in v.fixes)
 
@@ -66,7 +61,7 @@ def test_cpu_saturated_with_a_quiet_disk():
         ),
         BASE,
     )
-    assert v.verdict == INPUT_CPU and v.cause == "cpu-saturated"
+    assert v.verdict == VerdictName.INPUT_CPU and v.cause == "cpu-saturated"
     assert v.fixes[0].startswith("make per-sample work cheaper: cache preprocessed samples")
     assert not any("num_workers 2 ->" in f or "pin_memory" in f or "GPU" in f for f in v.fixes)
     assert "diskinfo tune MODULE:FACTORY" in v.fixes[-1]
@@ -97,7 +92,7 @@ def test_workers_restarted_every_short_epoch_put_persistent_workers_first(
         ),
         BASE,
     )
-    assert v.verdict == INPUT_CPU and v.fixes[0].startswith(first), v.fixes
+    assert v.verdict == VerdictName.INPUT_CPU and v.fixes[0].startswith(first), v.fixes
     assert sum("persistent_workers=True" in f for f in v.fixes) <= 1  # said once at most
     if first.startswith("persistent"):
         assert f"{start_share:.0%} of the data-wait" in v.fixes[0]
@@ -106,7 +101,7 @@ def test_workers_restarted_every_short_epoch_put_persistent_workers_first(
 def test_too_few_workers_name_the_change_with_this_machines_cores():
     workers = [ProcessIO(pid=p, name="python", role="worker", cpu_percent=99) for p in (2, 3)]
     v = decide(rec(loader=loader(0.5, workers=2), cpu=host(busy=14), procs=workers), BASE)
-    assert v.verdict == INPUT_CPU and v.cause == "few-workers"
+    assert v.verdict == VerdictName.INPUT_CPU and v.cause == "few-workers"
     assert v.fixes[0] == "num_workers 2 -> 4: 2.0 of 16 cores are busy loading"
     gpu = GpuFigures(index=0, util_mean=40, util_max=90, idle_fraction=0.5, samples=50)
     with_gpu = decide(
@@ -120,7 +115,7 @@ def test_without_workers_the_fix_does_not_call_the_training_process_all_loading(
     loading' said all of it was loading, and on a 2-core walk the advised workers were slower."""
     main = [ProcessIO(pid=2, name="python", role="main", cpu_percent=145)]
     v = decide(rec(loader=loader(0.44), cpu=host(busy=40), procs=main), BASE)
-    assert v.verdict == INPUT_CPU
+    assert v.verdict == VerdictName.INPUT_CPU
     assert v.fixes[0] == (
         "num_workers 0 -> 2: loading and the step take turns in the training process "
         "(1.4 of 16 cores busy)"
@@ -143,12 +138,12 @@ def test_ddp_ranks_share_the_cores_the_workers_fix_counts():
         )
 
     four = run(4)
-    assert four.verdict == INPUT_CPU and four.cause == "few-workers"
+    assert four.verdict == VerdictName.INPUT_CPU and four.cause == "few-workers"
     assert four.fixes[0] == (
         "num_workers 2 -> 4 in each of the 4 training processes: 7.9 of 16 cores are busy loading"
     )
     eight = run(8)
-    assert eight.verdict == INPUT_CPU and eight.cause == "cpu-saturated"
+    assert eight.verdict == VerdictName.INPUT_CPU and eight.cause == "cpu-saturated"
     assert "16 DataLoader workers" in eight.summary
     assert not any(f.startswith("num_workers") for f in eight.fixes), eight.fixes
 
@@ -163,19 +158,19 @@ def test_nvme_util_at_100_far_below_bandwidth_is_not_blamed_on_the_disk():
         ),
         BASE,
     )
-    assert v.verdict == INPUT_CPU
+    assert v.verdict == VerdictName.INPUT_CPU
 
 
 def test_compute_bound():
     gpu = GpuFigures(index=0, util_mean=97, util_min=90, util_max=100, samples=50)
     v = decide(rec(loader=loader(0.02, workers=8), gpus=[gpu]), BASE)
-    assert v.verdict == COMPUTE_BOUND and v.severity == "none"
+    assert v.verdict == VerdictName.COMPUTE_BOUND and v.severity == "none"
     assert "autocast" in v.fixes[0]
 
 
 @pytest.mark.parametrize(
     ("idle", "pulsing", "expected"),
-    [(0.0, 0.0, COMPUTE_BOUND), (0.4, 0.8, INPUT_CPU)],
+    [(0.0, 0.0, VerdictName.COMPUTE_BOUND), (0.4, 0.8, VerdictName.INPUT_CPU)],
 )
 def test_moderate_share_depends_on_the_gpu(idle, pulsing, expected):
     gpu = GpuFigures(index=0, util_mean=60, idle_fraction=idle, pulsing=pulsing, samples=50)
@@ -197,14 +192,14 @@ def test_xprof_split():
 def test_idle_when_the_loop_runs_no_step():
     idle_loader = LoaderFigures(processes=0)
     gpu = GpuFigures(index=0, util_mean=0, idle_fraction=1.0, samples=50)
-    assert decide(rec(loader=idle_loader, gpus=[gpu]), BASE).verdict == IDLE
-    assert decide(rec(loader=idle_loader), BASE).verdict == IDLE
+    assert decide(rec(loader=idle_loader, gpus=[gpu]), BASE).verdict == VerdictName.IDLE
+    assert decide(rec(loader=idle_loader), BASE).verdict == VerdictName.IDLE
 
 
 def test_no_loop_figures_gpu_pulsing_and_disk_busy_is_input_bound_inferred():
     gpu = GpuFigures(index=0, util_mean=45, idle_fraction=0.5, pulsing=0.9, bursts=5, samples=50)
     v = decide(rec(gpus=[gpu], devices=[disk(r_s=3000, rmb_s=950, rareq_sz=320, util=99)]), BASE)
-    assert v.verdict == INPUT_DISK and v.input_share is None
+    assert v.verdict == VerdictName.INPUT_DISK and v.input_share is None
     assert "inferred from the GPU" in v.summary
 
 
@@ -212,8 +207,8 @@ def test_no_loop_and_no_gpu():
     busy = decide(rec(devices=[disk(r_s=3000, rmb_s=950, util=99)]), BASE)
     quiet = decide(rec(cpu=host(busy=3)), BASE)
     # no training command: never the "wrap its DataLoader" hint
-    assert busy.verdict == UNKNOWN and "diskinfo.torch.watch" not in busy.summary
-    assert quiet.verdict == IDLE and quiet.cause == "no-training"
+    assert busy.verdict == VerdictName.UNKNOWN and "diskinfo.torch.watch" not in busy.summary
+    assert quiet.verdict == VerdictName.IDLE and quiet.cause == "no-training"
 
 
 def test_worker_deaths_with_small_shm_name_the_fix_first():
@@ -244,7 +239,7 @@ def test_preload_first_when_the_dataset_fits_in_ram():
 
 def test_without_baseline_small_files_use_the_absolute_floor():
     v = decide(rec(loader=loader(0.6), devices=[disk(r_s=900, rmb_s=14, rareq_sz=16, util=88)]), {})
-    assert v.verdict == INPUT_SMALL_FILES
+    assert v.verdict == VerdictName.INPUT_SMALL_FILES
 
 
 def test_the_interval_the_loop_starts_in_is_not_judged_on_start_up_reads():
@@ -255,9 +250,9 @@ def test_the_interval_the_loop_starts_in_is_not_judged_on_start_up_reads():
     first = diag(rec(loader=loader(0.6, elapsed=1.0), devices=busy))
     assert (first.verdict, first.cause, first.fixes) == ("unknown", "starting", [])
     assert "ran 20% of it" in first.summary
-    assert diag(rec(loader=loader(0.6), devices=busy)).verdict == INPUT_SMALL_FILES
+    assert diag(rec(loader=loader(0.6), devices=busy)).verdict == VerdictName.INPUT_SMALL_FILES
     short = rec(loader=loader(0.6, elapsed=1.0), devices=busy)  # a later short interval counts
-    assert diag(short).interval_verdict == INPUT_SMALL_FILES
+    assert diag(short).interval_verdict == VerdictName.INPUT_SMALL_FILES
     ended = rec(devices=busy)
     ended.procs = []
     diag(ended)
@@ -265,7 +260,10 @@ def test_the_interval_the_loop_starts_in_is_not_judged_on_start_up_reads():
     later = Diagnoser(BASE)  # the loop ran half of its first interval (seen in a real start)
     assert later(rec(loader=loader(0.6, elapsed=2.6), devices=busy)).interval_cause == "starting"
     # the next interval is judged even when the wrapper's publishing leaves part of it out
-    assert later(rec(loader=loader(0.6, elapsed=2.6), devices=busy)).verdict == INPUT_SMALL_FILES
+    assert (
+        later(rec(loader=loader(0.6, elapsed=2.6), devices=busy)).verdict
+        == VerdictName.INPUT_SMALL_FILES
+    )
     dying = Diagnoser(BASE)(rec(loader=loader(0.6, errors=1, elapsed=1.0), devices=busy))
     assert dying.interval_cause != "starting"  # worker deaths are judged at once
 
@@ -325,12 +323,12 @@ def test_decide_always_gives_one_known_verdict(
     )
     v = decide(r, BASE)
     assert v.verdict in {
-        INPUT_DISK,
-        INPUT_CPU,
-        INPUT_SMALL_FILES,
-        COMPUTE_BOUND,
-        IDLE,
-        UNKNOWN,
+        VerdictName.INPUT_DISK,
+        VerdictName.INPUT_CPU,
+        VerdictName.INPUT_SMALL_FILES,
+        VerdictName.COMPUTE_BOUND,
+        VerdictName.IDLE,
+        VerdictName.UNKNOWN,
     }
     assert v.summary and v.evidence
     if v.verdict.startswith("input-bound"):
@@ -342,7 +340,7 @@ def test_the_top_device_speaks_for_the_path_not_the_disk_beneath_it():
     top = DeviceFigures(device="loop0", paths=["/data"], r_s=1100, rmb_s=13, rareq_sz=12, util=60)
     leaf = DeviceFigures(device="vda", paths=["/data"], r_s=2000, rmb_s=260, rareq_sz=128, util=99)
     v = decide(rec(loader=loader(0.5), devices=[top, leaf]), {})
-    assert v.verdict == INPUT_SMALL_FILES
+    assert v.verdict == VerdictName.INPUT_SMALL_FILES
     assert any(e.startswith("loop0:") for e in v.evidence)
     assert not any(e.startswith("vda:") for e in v.evidence)
 
@@ -358,7 +356,7 @@ def test_a_single_reader_blocked_on_reads_is_disk_side_even_at_full_cpu():
     s = sg.signals(r, BASE)
     assert io_share_of_loading(s) == pytest.approx(0.23 / 0.45)
     v = decide(r, BASE)
-    assert v.verdict == INPUT_SMALL_FILES
+    assert v.verdict == VerdictName.INPUT_SMALL_FILES
     assert "read in flight 51% of its loading time" in v.summary
     assert not v.summary.startswith("input-bound")  # the log line prefixes the verdict itself
 
@@ -370,7 +368,7 @@ def test_many_workers_each_rarely_blocked_with_a_saturated_cpu_is_cpu():
         devices=[disk(r_s=1800, rmb_s=27, rareq_sz=16, r_await=0.5, aqu_sz=0.9, util=60)],
     )
     assert io_share_of_loading(sg.signals(r, BASE)) == pytest.approx(0.9 / 8)
-    assert decide(r, BASE).verdict == INPUT_CPU
+    assert decide(r, BASE).verdict == VerdictName.INPUT_CPU
 
 
 def test_training_process_running_without_loop_figures_is_named():
@@ -379,7 +377,7 @@ def test_training_process_running_without_loop_figures_is_named():
         procs=[ProcessIO(pid=7, name="python", role="main", cpu_percent=100)],
     )
     v = decide(r, BASE)  # how long it ran unknown: as if for a while
-    assert v.verdict == UNKNOWN and v.cause == "not-wrapped"
+    assert v.verdict == VerdictName.UNKNOWN and v.cause == "not-wrapped"
     assert "publishes no loop figures" in v.summary
     # what to do is the fix, so `[Run]` and `diskinfo report` name it as the one to try
     assert v.fixes == [
@@ -387,5 +385,5 @@ def test_training_process_running_without_loop_figures_is_named():
         "one prepare returns); the monitor then measures its data-wait"
     ]
     young = decide(r, BASE, training_s=20.0)  # a wrapped loader may still be starting
-    assert young.verdict == UNKNOWN and young.cause == "starting"
+    assert young.verdict == VerdictName.UNKNOWN and young.cause == "starting"
     assert "diskinfo.torch.watch" not in young.summary

@@ -15,17 +15,14 @@ from diskinfo.analyse.diagnoser import Diagnoser, Hysteresis
 from diskinfo.analyse.signals import busiest_device
 from diskinfo.analyse.verdict import decide
 from diskinfo.record import (
-    COMPUTE_BOUND,
-    IDLE,
-    INPUT_CPU,
-    INPUT_SMALL_FILES,
-    UNKNOWN,
+    Cause,
     DeviceFigures,
     GpuFigures,
     HostFigures,
     IntervalRecord,
     LoaderFigures,
     ProcessIO,
+    VerdictName,
 )
 from diskinfo.report import summarise
 from diskinfo.sinks.textlog import TextLogSink
@@ -49,41 +46,44 @@ SMALL = [DeviceFigures("loop0", paths=["/data"], r_s=1595, rmb_s=94.2, rareq_sz=
 
 def test_one_odd_interval_never_flips_the_held_verdict():
     h = Hysteresis(2)
-    seq = ["a", "a", "b", "a", "b", "a", "a", "c", "a"]
+    a, b, c = Cause.STEP, Cause.SMALL_FILES, Cause.CPU_SATURATED
+    seq = [a, a, b, a, b, a, a, c, a]
     held = []
     for v in seq:
         h.push(v, 5.0)
         held.append(h.held)
-    assert held == ["a"] * len(seq)
+    assert held == [a] * len(seq)
 
 
 def test_a_real_change_is_held_within_the_window():
     h = Hysteresis(2)
-    changes = [h.push(v, 5.0) for v in ["idle", "idle", "x", "x", "x"]]
+    idle, x = Cause.NO_STEP, Cause.STEP
+    changes = [h.push(v, 5.0) for v in [idle, idle, x, x, x]]
     assert changes == [True, False, False, True, False]
-    assert h.held == "x" and h.held_s == 10.0
+    assert h.held == x and h.held_s == 10.0
 
 
 def test_leaving_unknown_is_at_once_and_returning_to_it_is_held():
     h = Hysteresis(2)
-    changes = [h.push(v, 2.0) for v in ["unknown|starting", "input-bound: cpu|cpu", "unknown|x"]]
+    cpu, x = Cause.CPU_SATURATED, Cause.NOT_WRAPPED
+    changes = [h.push(v, 2.0) for v in [Cause.STARTING, cpu, x]]
     assert changes == [True, True, False]  # nothing to defend while unknown: the onset counts
-    assert h.held == "input-bound: cpu|cpu"
-    assert h.push("unknown|x", 2.0) and h.held == "unknown|x"  # back to unknown: held 2 intervals
+    assert h.held == cpu
+    assert h.push(x, 2.0) and h.held == x  # back to unknown: held 2 intervals
     # from one unknown cause to another: held too (a run's last interval, its command gone,
     # is not announced as a new state)
-    assert not h.push("unknown|no-figures", 2.0) and h.held == "unknown|x"
-    assert h.push("unknown|no-figures", 2.0) and h.held == "unknown|no-figures"
+    assert not h.push(Cause.NO_FIGURES, 2.0) and h.held == x
+    assert h.push(Cause.NO_FIGURES, 2.0) and h.held == Cause.NO_FIGURES
 
 
 def test_alternating_evidence_keeps_the_first_verdict():
     h = Hysteresis(2)
-    for v in ["a", "b"] * 10:
+    for v in [Cause.STEP, Cause.DISK_BUSY] * 10:
         h.push(v, 1.0)
-    assert h.held == "a"
+    assert h.held == Cause.STEP
 
 
-@given(st.lists(st.sampled_from("abc"), min_size=1, max_size=60))
+@given(st.lists(st.sampled_from([Cause.STEP, Cause.DISK_BUSY, Cause.NO_STEP]), max_size=60))
 def test_the_held_verdict_changes_at_most_once_per_hold_intervals(seq):
     h = Hysteresis(2)
     flips = []
@@ -99,8 +99,9 @@ def test_jsonl_keeps_the_interval_decision_and_the_held_verdict():
     small = _rec(loader=_loader(0.6), devices=SMALL)
     fast = _rec(loader=_loader(0.01))
     out = [diag(r) for r in (small, small, fast, small, fast, fast)]
-    assert [v.verdict for v in out] == [INPUT_SMALL_FILES] * 5 + [COMPUTE_BOUND]
-    assert [v.interval_verdict for v in out][2] == COMPUTE_BOUND
+    held = [VerdictName.INPUT_SMALL_FILES] * 5 + [VerdictName.COMPUTE_BOUND]
+    assert [v.verdict for v in out] == held
+    assert [v.interval_verdict for v in out][2] == VerdictName.COMPUTE_BOUND
     assert out[2].interval_cause == "step" and out[2].cause == "small-files"
     assert "1595 reads/s of 60 kB" in out[2].summary  # the held verdict's own reasons
     assert (
@@ -112,12 +113,12 @@ def test_jsonl_keeps_the_interval_decision_and_the_held_verdict():
 def test_small_files_are_named_without_a_baseline_and_the_bench_hint_is_said_once():
     diag = Diagnoser({}, hold=2)
     out = [diag(_rec(loader=_loader(0.6, workers=2), devices=SMALL)) for _ in range(3)]
-    assert out[0].verdict == INPUT_SMALL_FILES and out[0].cause == "small-files"
+    assert out[0].verdict == VerdictName.INPUT_SMALL_FILES and out[0].cause == "small-files"
     assert out[0].notes == ["no measured bandwidth for loop0: run `diskinfo bench /data`"]
     assert out[1].notes == [] and out[2].notes == []
     busy = HostFigures(cpu_busy=100, cpu_count=2, mem_available_mb=20000)
     cpu = Diagnoser({}, hold=2)(_rec(loader=_loader(0.6, workers=2), cpu=busy))
-    assert cpu.verdict == INPUT_CPU and cpu.notes == []  # the disk is not the suspect
+    assert cpu.verdict == VerdictName.INPUT_CPU and cpu.notes == []  # the disk is not the suspect
 
 
 def test_the_wrap_hint_waits_for_a_training_command_that_runs_a_while():
@@ -128,10 +129,10 @@ def test_the_wrap_hint_waits_for_a_training_command_that_runs_a_while():
     wrapped = [v for v in seen if v.cause == "not-wrapped"]
     assert len(starting) == 11 and len(wrapped) == 3  # 5..55 s starting, from 60 s the hint
     assert all("diskinfo.torch.watch" not in v.summary for v in starting)
-    assert all(v.verdict == UNKNOWN for v in seen)
+    assert all(v.verdict == VerdictName.UNKNOWN for v in seen)
     # no training command at all: never the hint, idle while this container is quiet
     quiet = diag(_rec())
-    assert quiet.interval_verdict == IDLE and "wrap" not in quiet.summary
+    assert quiet.interval_verdict == VerdictName.IDLE and "wrap" not in quiet.summary
 
 
 def test_a_loader_wrapped_but_never_iterated_is_named_not_taken_for_unwrapped():
@@ -142,7 +143,7 @@ def test_a_loader_wrapped_but_never_iterated_is_named_not_taken_for_unwrapped():
     seen = [diag(_rec(procs=proc, wrapped_not_iterated=2)) for _ in range(14)]  # 5 s each
     assert [v.cause for v in seen].count("starting") == 11  # the same wait as without
     hint = seen[-1]
-    assert hint.verdict == UNKNOWN and hint.cause == "not-wrapped"
+    assert hint.verdict == VerdictName.UNKNOWN and hint.cause == "not-wrapped"
     assert hint.summary == (
         "2 training processes wrapped a loader with diskinfo.torch.watch but never iterated it "
         "after 70 s: the loop iterates another one"
@@ -156,7 +157,7 @@ def test_a_loader_wrapped_but_never_iterated_is_named_not_taken_for_unwrapped():
     gpu = [GpuFigures(index=0, util_mean=97, util_min=90, util_max=100, samples=50)]
     diag = Diagnoser({}, hold=1)
     seen = [diag(_rec(procs=proc, gpus=gpu, wrapped_not_iterated=1)) for _ in range(14)]
-    assert seen[-1].verdict == COMPUTE_BOUND
+    assert seen[-1].verdict == VerdictName.COMPUTE_BOUND
     notes = [n for v in seen for n in v.notes]
     assert notes == [
         "the training process wrapped a loader with diskinfo.torch.watch but never iterated it "
@@ -183,7 +184,7 @@ def test_pct_stays_on_its_side(share, threshold):
 
 def test_a_share_just_under_the_line_is_not_printed_as_the_line():
     v = decide(_rec(loader=_loader(0.1976)), {})
-    assert v.verdict == COMPUTE_BOUND
+    assert v.verdict == VerdictName.COMPUTE_BOUND
     assert "only 19.8% of step time" in v.summary and "20%" not in v.summary.split(";")[0]
 
 
@@ -215,16 +216,17 @@ def test_container_cpu_judges_and_the_host_is_context():
         cgroup_cpu_busy=5.0, cgroup_cpu_quota=4.0, cgroup_path="/docker/ab",
     )  # fmt: skip
     quiet = decide(_rec(cpu=host), {})
-    assert quiet.verdict == IDLE and quiet.cause == "no-training"
+    assert quiet.verdict == VerdictName.IDLE and quiet.cause == "no-training"
     waits = decide(_rec(cpu=host, loader=_loader(0.5)), {})
-    assert waits.verdict == INPUT_CPU and waits.cause == "cpu-unexplained"
+    assert waits.verdict == VerdictName.INPUT_CPU and waits.cause == "cpu-unexplained"
     assert any(
         e.startswith("CPU: this container uses 0.2 of its 4 cores by quota (5% busy); the host 98%")
         for e in waits.evidence
     )
     workers = [ProcessIO(pid=p, name="python", role="worker", cpu_percent=50) for p in (2, 3)]
     starved = decide(_rec(cpu=host, loader=_loader(0.5, workers=2), procs=workers), {})
-    assert starved.verdict == INPUT_CPU and starved.cause == "cpu-unexplained"  # not decided by
+    # not decided by the host's load
+    assert starved.verdict == VerdictName.INPUT_CPU and starved.cause == Cause.CPU_UNEXPLAINED
     assert "the host is 98% busy with other work" in starved.summary  # the host: context only
     host.cgroup_cpu_cores, host.cgroup_cpu_busy = 3.9, 97.5  # now its own quota is full
     full = decide(_rec(cpu=host, loader=_loader(0.5)), {})
@@ -386,7 +388,7 @@ def test_a_few_reads_from_a_warm_cache_do_not_make_the_disk_the_cause():
     warm = [DeviceFigures("loop0", paths=["/data"], r_s=20, rmb_s=0.6, rareq_sz=30, aqu_sz=0.01,
                           util=1)]  # fmt: skip
     v = decide(_rec(loader=_loader(0.6, workers=2), devices=warm), {})
-    assert v.verdict == INPUT_CPU and v.cause == "cpu-unexplained"
+    assert v.verdict == VerdictName.INPUT_CPU and v.cause == "cpu-unexplained"
 
 
 def test_watch_console_verdicts_prints_only_the_verdict_lines(tmp_path):

@@ -23,23 +23,26 @@ from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.fixes import wrap_fix
 from diskinfo.analyse.signals import busiest_device, watched
 from diskinfo.analyse.verdict import decide, wrapped_elsewhere
-from diskinfo.record import INPUT_CPU, UNKNOWN, IntervalRecord, Verdict
+from diskinfo.record import Cause, IntervalRecord, Verdict, VerdictName
 
 
 class Hysteresis:
-    """Holds one verdict name against interval-to-interval noise."""
+    """Holds one decision against interval-to-interval noise. A decision is a cause, which
+    names its verdict: the cause is held with its verdict, so a change of cause within one
+    verdict is held like a change of verdict."""
 
     def __init__(self, hold: int) -> None:
         self.hold = max(1, hold)
-        self.recent: collections.deque[str] = collections.deque(maxlen=2 * self.hold)
-        self.held: str | None = None
+        self.recent: collections.deque[Cause] = collections.deque(maxlen=2 * self.hold)
+        self.held: Cause | None = None
         self.held_s = 0.0
 
-    def push(self, decided: str, elapsed: float) -> bool:
-        """Add one interval's decision; True when the held verdict changed."""
+    def push(self, decided: Cause, elapsed: float) -> bool:
+        """Add one interval's decision; True when the held verdict or its cause changed."""
         self.recent.append(decided)
         last = list(self.recent)[-self.hold :]
-        if self.held is None or (self.held.startswith(UNKNOWN) and not decided.startswith(UNKNOWN)):
+        unknown = VerdictName.UNKNOWN
+        if self.held is None or (self.held.verdict == unknown and decided.verdict != unknown):
             # nothing to defend: the first verdict, or leaving "unknown" for a verdict, is
             # taken at once; from one unknown cause to another is held like any change (the
             # last interval of a run, its command gone, is no new state to announce)
@@ -66,7 +69,7 @@ class Diagnoser:
         self._baselines = baselines
         self._conditions: dict[str, float] = {}  # condition key -> seconds it has held
         self._hysteresis = Hysteresis(t.verdict_hold() if hold is None else hold)
-        self._latest: dict[str, Verdict] = {}  # verdict name -> its latest interval's Verdict
+        self._latest: dict[Cause, Verdict] = {}  # decision -> its latest interval's Verdict
         self._training_s = 0.0
         self._loop_seen = False  # has the loop's first interval been judged or said "starting"?
         self._noted: set[str] = set()
@@ -90,10 +93,10 @@ class Diagnoser:
         self._training_s = self._training_s + elapsed if record.procs else 0.0
         own = decide(record, baselines, self._training_s if record.procs else None)
         own = self._loop_start(record, own)
-        key = f"{own.verdict}|{own.cause}"  # the cause is held with its verdict
-        self._latest[key] = own
-        changed = self._hysteresis.push(key, elapsed)
-        held = self._latest[self._hysteresis.held or key]
+        cause = Cause(own.cause)
+        self._latest[cause] = own
+        changed = self._hysteresis.push(cause, elapsed)
+        held = self._latest[self._hysteresis.held or cause]
         verdict = held.but(
             evidence=own.evidence,  # the figures are always this interval's
             severity=own.severity,
@@ -108,8 +111,8 @@ class Diagnoser:
             verdict.held_s = elapsed
         disk = busiest_device(record)
         if (  # the disk's measured bandwidth matters only where the reads are the suspect
-            own.verdict.startswith("input-bound")
-            and own.verdict != INPUT_CPU
+            VerdictName.is_input_bound(own.verdict)
+            and own.verdict != VerdictName.INPUT_CPU
             and disk is not None
             and disk.device not in baselines
         ):
@@ -122,7 +125,7 @@ class Diagnoser:
         if (  # the verdict without a GPU says it; with one, the GPU decides: a note
             record.wrapped_not_iterated
             and self._training_s >= t.WRAP_HINT_AFTER_S
-            and own.cause != "not-wrapped"
+            and own.cause != Cause.NOT_WRAPPED
         ):
             n = record.wrapped_not_iterated
             seen = wrapped_elsewhere(n, f" after {self._training_s:.0f} s")
@@ -147,21 +150,21 @@ class Diagnoser:
         if cover >= t.LOOP_START_COVER:
             return own
         return own.but(
-            verdict=UNKNOWN,
-            cause="starting",
+            verdict=VerdictName.UNKNOWN,
+            cause=Cause.STARTING,
             summary=f"the training loop began during this interval (it ran {cover:.0%} of it): "
             "judged from the next one, as start-up reads are not the data's",
             fixes=[],
             severity="",
-            interval_verdict=UNKNOWN,
-            interval_cause="starting",
+            interval_verdict=VerdictName.UNKNOWN,
+            interval_cause=Cause.STARTING,
         )
 
     def _warnings(
         self, record: IntervalRecord, baselines: Mapping[str, DeviceBaseline], verdict: Verdict
     ) -> None:
         elapsed = record.elapsed_s
-        input_bound = verdict.interval_verdict.startswith("input-bound")
+        input_bound = VerdictName.is_input_bound(verdict.interval_verdict)
         for d in watched(record.devices):
             await_ms = max(d.r_await, d.w_await)
             held = self._hold(f"await:{d.device}", await_ms > t.AWAIT_WARN_MS, elapsed)

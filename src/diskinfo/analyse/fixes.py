@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.signals import Signals, read_caps
-from diskinfo.record import (
-    COMPUTE_BOUND,
-    INPUT_CPU,
-    INPUT_DISK,
-    INPUT_SMALL_FILES,
-    CgroupIO,
-)
+from diskinfo.record import Cause, CgroupIO, VerdictName
 from diskinfo.units import format_size
 
 SHM_FIX = (
@@ -136,7 +130,8 @@ def longer_fix(interval_s: float) -> str:
     )
 
 
-def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
+def fixes_for(cause: Cause, s: Signals) -> list[str]:
+    verdict = cause.verdict
     loader = s.loader
     workers = workers_fix(s)
     restart = restart_fix(s)
@@ -165,9 +160,9 @@ def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
         "tensors), or use a cheaper decoder or transform"
     )
     fixes: list[str | None]
-    if verdict == INPUT_SMALL_FILES:
+    if verdict == VerdictName.INPUT_SMALL_FILES:
         fixes = [preload_fix(s), workers, shards, persistent, TUNE_FIX]
-    elif verdict == INPUT_DISK:
+    elif verdict == VerdictName.INPUT_DISK:
         small = s.disk is not None and 0 < s.disk.rareq_sz < 64
         fixes = [
             _cap_fix(s),
@@ -177,12 +172,12 @@ def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
             workers if s.disk is not None and s.disk.aqu_sz < 1 else None,
             persistent,
         ]
-    elif verdict == INPUT_CPU:
-        if cause == "cpu-saturated":
+    elif verdict == VerdictName.INPUT_CPU:
+        if cause == Cause.CPU_SATURATED:
             fixes = [cheaper, pin, persistent, TUNE_FIX]
         else:
             fixes = [workers, pin, persistent, cheaper, TUNE_FIX]
-    elif verdict == COMPUTE_BOUND:
+    elif verdict == VerdictName.COMPUTE_BOUND:
         fixes = [
             "the input pipeline keeps up: speed up the step itself (mixed precision with "
             "torch.autocast, torch.compile, a larger batch)"
@@ -190,10 +185,10 @@ def fixes_for(verdict: str, cause: str, s: Signals) -> list[str]:
             else "the input pipeline keeps up: the step runs on the CPU (no GPU in use), so a "
             "GPU, torch.compile or a smaller model speeds it up"
         ]
-    elif cause == "not-wrapped":
+    elif cause == Cause.NOT_WRAPPED:
         fixes = [wrap_fix(s.wrapped_not_iterated)]
     else:
         fixes = []
-    if restart is not None and verdict.startswith("input-bound"):
+    if restart is not None and verdict.input_bound:
         fixes.insert(0, restart)  # measured: the restarts are where the loop waits
     return [f for f in fixes if f]

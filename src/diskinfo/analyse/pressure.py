@@ -24,7 +24,7 @@ from diskinfo.analyse.thresholds import (
     UTIL_BUSY,
     UTIL_SATURATED,
 )
-from diskinfo.record import INPUT_DISK, DeviceFigures, IntervalRecord, NfsFigures
+from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures, VerdictName
 
 STATUS_SCHEMA = "diskinfo.status/1"
 
@@ -111,7 +111,7 @@ def node_pressure(record: IntervalRecord | None, now: float | None = None) -> Pr
         level = max(level, nfs_level)
         evidence += why
     verdict = record.verdict.verdict if record.verdict else ""
-    if verdict == INPUT_DISK:
+    if verdict == VerdictName.INPUT_DISK:
         level = 2
         evidence.append(f"verdict: {verdict}")
     if not evidence:

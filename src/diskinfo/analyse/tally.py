@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from diskinfo.analyse.fixes import longer_fix, wrap_fix
-from diskinfo.record import IDLE, UNKNOWN, IntervalRecord, Verdict
+from diskinfo.record import IntervalRecord, Verdict, VerdictName
 
 NO_VERDICT = "no verdict"  # intervals recorded without a verdict (analysis failed or off)
 # a measured run of at most this many intervals, none judged (unknown, then idle once the
@@ -55,17 +55,18 @@ class VerdictTally:
         command that nothing measured, gets that hint here: after the run nothing else
         could be judged; a measured run that ended before its loop's second interval is told
         to run longer. None when there is no fix to name."""
-        inputs = {k: t for k, t in self._fixes.items() if k[0].startswith("input-bound")}
+        inputs = {k: t for k, t in self._fixes.items() if VerdictName.is_input_bound(k[0])}
         pool = inputs or self._fixes
         if pool:
             return max(pool, key=lambda k: (pool[k], k))
         if self._trained and not self._measured:
-            return UNKNOWN, wrap_fix(self._not_iterated)
+            return VerdictName.UNKNOWN, wrap_fix(self._not_iterated)
         if (
             self._measured
-            and UNKNOWN in self.seconds
-            and set(self.seconds) <= {UNKNOWN, IDLE}  # idle: after the command ended
+            and VerdictName.UNKNOWN in self.seconds
+            # idle: after the command ended
+            and set(self.seconds) <= {VerdictName.UNKNOWN, VerdictName.IDLE}
             and self._intervals <= TOO_SHORT_INTERVALS
         ):
-            return UNKNOWN, longer_fix(self._interval_s)
+            return VerdictName.UNKNOWN, longer_fix(self._interval_s)
         return None

@@ -16,16 +16,7 @@ from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.fixes import SHM_FIX, cap_words, fixes_for, mb
 from diskinfo.analyse.signals import Signals, signals
-from diskinfo.record import (
-    COMPUTE_BOUND,
-    IDLE,
-    INPUT_CPU,
-    INPUT_DISK,
-    INPUT_SMALL_FILES,
-    UNKNOWN,
-    IntervalRecord,
-    Verdict,
-)
+from diskinfo.record import Cause, IntervalRecord, Verdict
 
 
 def _capped_line(s: Signals) -> str:
@@ -123,7 +114,7 @@ def evidence(s: Signals) -> list[str]:
     return [line for line in out if line]
 
 
-# --- causes: (verdict, cause key, why) ---
+# --- causes: (cause, why); the cause names the verdict ---
 
 
 def _device_limit(s: Signals) -> list[str]:
@@ -169,19 +160,19 @@ def _blocked_on_reads(s: Signals) -> list[str]:
     ]
 
 
-def _cpu_side(s: Signals) -> tuple[str, list[str]] | None:
+def _cpu_side(s: Signals) -> tuple[Cause, list[str]] | None:
     """The CPU is the limit: the container's cores used up, no workers, or too few workers.
     Judged by the container's own figures only: another container's load never decides it
     (the host's figure is context in the evidence and in the fallback's words)."""
     if s.cpu_busy is not None and s.cpu_busy >= t.CPU_SATURATED_PCT:
         who = "this container's" if s.cpu_scope == "container" else "the host's"
-        return "cpu-saturated", [
+        return Cause.CPU_SATURATED, [
             f"{who} CPU is {t.shown(s.cpu_busy, t.CPU_SATURATED_PCT)}% busy "
             f"({s.cpu_cores or 0:g} cores)"
         ]
     no_workers = s.loader is not None and s.loader.num_workers == 0
     if no_workers and s.main_wants is not None and s.main_wants >= t.PROC_SATURATED_PCT:
-        return "no-workers", [
+        return Cause.NO_WORKERS, [
             f"num_workers=0 and the training process wants "
             f"{t.shown(s.main_wants, t.PROC_SATURATED_PCT)}% of a core"
         ]
@@ -192,10 +183,10 @@ def _cpu_side(s: Signals) -> tuple[str, list[str]] | None:
         if (s.worker_cpu or 0) < wants - 5:  # a share of it went waiting for a CPU
             each += f" (gets {s.worker_cpu or 0:.0f}%: the host's other work takes the rest)"
         if cores and s.readers >= cores:  # no core left for another worker
-            return "cpu-saturated", [
+            return Cause.CPU_SATURATED, [
                 f"{s.readers} DataLoader workers want {each} on {cores:g} cores"
             ]
-        return "few-workers", [
+        return Cause.FEW_WORKERS, [
             f"{s.workers} DataLoader worker(s) want {each}: they compute, never wait for data, "
             f"while {s.loading_cores:.1f} of {cores:g} cores load"
         ]
@@ -234,39 +225,39 @@ def small_files(s: Signals) -> bool:
     return d.aqu_sz / s.readers <= t.SMALL_READER_QUEUE
 
 
-def _disk_side(s: Signals, cause: str, why: list[str]) -> tuple[str, str, list[str]]:
+def _disk_side(s: Signals, cause: Cause, why: list[str]) -> tuple[Cause, list[str]]:
     if small_files(s):
         d = s.disk
         assert d is not None
         return (
-            INPUT_SMALL_FILES,
-            "small-files",
+            Cause.SMALL_FILES,
             [f"{d.r_s:.0f} reads/s of {d.rareq_sz:.0f} kB for only {d.rmb_s:.1f} MB/s", *why],
         )
-    return INPUT_DISK, cause, why
+    return cause, why
 
 
-def cause_of(s: Signals) -> tuple[str, str, list[str]]:
-    """The first rule that holds names the cause (docs/verdicts.md, "Which input-bound?")."""
+def cause_of(s: Signals) -> tuple[Cause, list[str]]:
+    """The first rule that holds names the cause, and with it the verdict (docs/verdicts.md,
+    "Which input-bound?")."""
     if s.capped is not None:  # the container's own cap, whatever the shared device does
-        return INPUT_DISK, "cgroup-cap", [_capped_line(s)]
+        return Cause.CGROUP_CAP, [_capped_line(s)]
     why = _device_limit(s)
     if why:
-        return _disk_side(s, "device-limit", why)
+        return _disk_side(s, Cause.DEVICE_LIMIT, why)
     why = _blocked_on_reads(s)
     if why:
-        return _disk_side(s, "blocked-on-reads", why)
+        return _disk_side(s, Cause.BLOCKED_ON_READS, why)
     cpu = _cpu_side(s)
     if cpu is not None:
-        return INPUT_CPU, cpu[0], cpu[1]
+        return cpu
     why = _weak_disk_signs(s)
     if why:
-        return _disk_side(s, "disk-busy", why)
+        return _disk_side(s, Cause.DISK_BUSY, why)
     io_share = io_share_of_loading(s)
     busy = s.disk is not None and s.disk.util >= t.DISK_BUSY_UTIL_PCT
     some_io = busy or io_share is None or io_share >= t.SOME_IO_SHARE
     if s.reading and s.disk is not None and s.disk.util > 0 and some_io:
-        return _disk_side(s, "disk-reading", ["the disk is reading while the loop waits"])
+        return _disk_side(s, Cause.DISK_READING, ["the disk is reading while the loop waits"])
     why = "the loop waits for data while the disk is not busy"
     h = s.host
     if s.cpu_scope == "container" and h is not None and h.cpu_busy >= t.CPU_SATURATED_PCT:
@@ -276,16 +267,16 @@ def cause_of(s: Signals) -> tuple[str, str, list[str]]:
             f"{s.cpu_cores or 0:g} cores); the host is {h.cpu_busy:.0f}% busy with other work, "
             "which may slow its loaders"
         )
-    return INPUT_CPU, "cpu-unexplained", [why]
+    return Cause.CPU_UNEXPLAINED, [why]
 
 
 # --- the verdict ---
 
 
-def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[str, str, str]:
-    """(verdict, cause, summary) of an interval that is not input-bound."""
+def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[Cause, str]:
+    """(cause, summary) of an interval that is not input-bound."""
     if s.loop_active is False and gpu_idle:
-        return IDLE, "no-step", "no training step ran this interval"
+        return Cause.NO_STEP, "no training step ran this interval"
     if s.share is not None or (s.gpu is not None and not gpu_idle):
         if s.share is not None:
             summary = (
@@ -298,33 +289,30 @@ def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[str, str, str]:
                 f"; the GPU is only {t.shown(s.gpu.util_mean, t.GPU_BUSY_MEAN_PCT)}% busy, so the "
                 "step itself (CPU-side work, synchronisation, small kernels) is the limit"
             )
-        return COMPUTE_BOUND, "step", summary
+        return Cause.STEP, summary
     if s.gpu is not None and gpu_idle:
-        return IDLE, "gpu-idle", "the GPU is idle and the loop is not instrumented"
+        return Cause.GPU_IDLE, "the GPU is idle and the loop is not instrumented"
     if s.procs:  # the training command runs but publishes no loop figures
         if s.training_s is not None and s.training_s < t.WRAP_HINT_AFTER_S:
             return (
-                UNKNOWN,
-                "starting",
+                Cause.STARTING,
                 f"the training command started {s.training_s:.0f} s ago and publishes no loop "
                 "figures yet",
             )
         ran = f" after {s.training_s:.0f} s" if s.training_s is not None else ""
         if s.wrapped_not_iterated:  # the fix says which loader to wrap (fixes.wrap_fix)
-            return UNKNOWN, "not-wrapped", wrapped_elsewhere(s.wrapped_not_iterated, ran)
+            return Cause.NOT_WRAPPED, wrapped_elsewhere(s.wrapped_not_iterated, ran)
         return (
-            UNKNOWN,
-            "not-wrapped",
+            Cause.NOT_WRAPPED,
             f"the training process runs but publishes no loop figures{ran}, and there is no GPU "
             "to judge by",
         )
     quiet_cpu = s.cpu_busy is None or s.cpu_busy < t.CPU_QUIET_PCT
     if s.disk_quiet and quiet_cpu:
-        return IDLE, "no-training", "no training command runs: no loop figures, disk and CPU quiet"
+        return Cause.NO_TRAINING, "no training command runs: no loop figures, disk and CPU quiet"
     what = "this container's" if s.cpu_scope == "container" else "the"
     return (
-        UNKNOWN,
-        "no-figures",
+        Cause.NO_FIGURES,
         f"no training command, no loop figures and no GPU, yet {what} disk or CPU works: "
         "nothing to judge by",
     )
@@ -361,14 +349,15 @@ def decide(
         input_bound = False
 
     if input_bound:
-        verdict, cause, why = cause_of(s)
+        cause, why = cause_of(s)
         summary = "; ".join(why)
         if s.share is None:
             summary += " (inferred from the GPU: the loop is not instrumented)"
     else:
-        verdict, cause, summary = _not_input_bound(s, gpu_idle)
+        cause, summary = _not_input_bound(s, gpu_idle)
 
-    fixes = fixes_for(verdict, cause, s)
+    verdict = cause.verdict
+    fixes = fixes_for(cause, s)
     errors = s.loader.worker_errors if s.loader is not None else 0
     if errors:
         shm = s.host.shm_total_mb if s.host is not None else None
