@@ -48,6 +48,7 @@ def test_rule_unit_tests_pass():
         ("> 0.95", "> 0.5", "DiskinfoDiskUtilHigh"),  # too low: fires on the healthy disk
         ("for: 5m", "for: 1m", "DiskinfoInputBound"),  # too early
         ('up{job="diskinfo"} == 0', 'up{job=~".+"} == 0', "DiskinfoMonitorDown"),  # other jobs
+        ("{instance=%q}", "{device=%q}", "DiskinfoDiskAwaitHigh"),  # not the node's fix
     ],
 )
 def test_rule_unit_tests_catch_a_broken_rule(tmp_path: Path, old: str, new: str, alert: str):

@@ -118,6 +118,7 @@ PINNED = [  # (name, kind, labels)
     ("diskinfo_loader_worker_errors_total", "counter", ""),
     ("diskinfo_verdict", "gauge", "verdict"),
     ("diskinfo_verdict_seconds_total", "counter", "verdict"),
+    ("diskinfo_verdict_fix_info", "gauge", "verdict,fix"),
     ("diskinfo_node_pressure", "gauge", "state"),
 ]
 

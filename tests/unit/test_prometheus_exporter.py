@@ -307,3 +307,13 @@ def test_any_record_renders_as_parseable_exposition(devices, nfs, verdict, elaps
         for s in fam.samples
     }
     assert served_devices == {d.device for d in devices}
+
+
+def test_the_verdicts_first_fix_is_a_label_while_there_is_one(sink):
+    sink.write(full_record(SECRET))
+    f, _ = scrape(sink)
+    fix = (("fix", "move the data to faster local storage"), ("verdict", "input-bound: disk"))
+    assert samples(f, "diskinfo_verdict_fix_info") == {fix: 1}
+    sink.write(full_record(SECRET, verdict=Verdict("compute-bound")))  # a verdict without fixes
+    f, _ = scrape(sink)
+    assert "diskinfo_verdict_fix_info" not in f

@@ -308,6 +308,13 @@ _spec(
     "verdict",
 )
 _spec(
+    "diskinfo_verdict_fix_info",
+    "gauge",
+    "Always 1; the first fix the latest interval's verdict names (absent: none), for alert text",
+    ("verdict", "fix"),
+    "verdict",
+)
+_spec(
     "diskinfo_node_pressure",
     "gauge",
     "1 for the node's storage pressure (ok, busy, saturated, unknown), 0 for the others",

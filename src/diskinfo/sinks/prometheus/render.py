@@ -182,3 +182,8 @@ class RecordCollector:
             for name in sorted(set(VERDICTS) | {current}):
                 fam.add_metric([name], 1.0 if name == current else 0.0)
             yield fam
+            if record.verdict.fixes:
+                # an alert's text can name the fix only through a label (rules.yml queries it)
+                fam = _family("diskinfo_verdict_fix_info")
+                fam.add_metric([current, record.verdict.fixes[0]], 1.0)
+                yield fam
