@@ -13,11 +13,16 @@ NEEDS_ROOT = os.geteuid() != 0 or shutil.which("losetup") is None
 
 
 @contextlib.contextmanager
-def loop_device(backing: str, size_mb: int) -> Iterator[str]:
+def loop_device(backing: str, size_mb: int, *options: str) -> Iterator[str]:
+    """A loop device on a new sparse file; `options` go to losetup (`--direct-io=on`: the
+    loop's reads reach the backing disk instead of the page cache)."""
     with open(backing, "wb") as f:
         f.truncate(size_mb * 2**20)
     dev = subprocess.run(
-        ["losetup", "--find", "--show", backing], check=True, capture_output=True, text=True
+        ["losetup", "--find", "--show", *options, backing],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     try:
         yield dev
@@ -38,10 +43,10 @@ def mounted(source: str, target: str, *opts: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def ext4_loop(directory: Path, size_mb: int = 256) -> Iterator[tuple[Path, str]]:
+def ext4_loop(directory: Path, size_mb: int = 256, *options: str) -> Iterator[tuple[Path, str]]:
     """A fresh ext4 on its own loop device, mounted at directory/mnt: only the test's I/O
-    lands on it. Yields (mount point, kernel device name)."""
-    with loop_device(str(directory / "disk.img"), size_mb) as dev:
+    lands on it. Yields (mount point, kernel device name); `options` as for loop_device."""
+    with loop_device(str(directory / "disk.img"), size_mb, *options) as dev:
         subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
         with mounted(dev, str(directory / "mnt")) as mnt:
             yield Path(mnt), Path(dev).name
