@@ -119,6 +119,12 @@ RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
 # (docker/build/user-venv says why it is a second one); after the last package of /opt/venv.
 RUN --mount=type=bind,source=docker/build/user-venv,target=/usr/local/bin/user-venv \
     user-venv "$VIRTUAL_ENV" "$USER_VENV" "$NB_UID" "$NB_GID"
+# The torch stack as installed above, pinned for every later install by pip (training command,
+# notebooks, terminals, SSH, a derived image's RUN): a package that wants another torch is
+# refused instead of shadowing the tested one; an empty PIP_CONSTRAINT overrides (docs/image.md).
+RUN --mount=type=bind,source=docker/build/stack-constraints,target=/usr/local/bin/stack-constraints \
+    stack-constraints "$VIRTUAL_ENV" /etc/pip/constraint.txt
+ENV PIP_CONSTRAINT=/etc/pip/constraint.txt
 # Configs and scripts, last: they change most often. validate-cuda is its package plus a
 # launcher beside it (banner.py imports the package's driver table); host tools stay out.
 # supervisord.conf is a template: supervisord-run.py writes the running config, with a fresh

@@ -57,6 +57,7 @@ lint: dev
 	$(VENV)/bin/ruff check src tests scripts benchmarks docker
 	$(VENV)/bin/ruff format --check src tests scripts benchmarks docker
 	$(VENV)/bin/shellcheck entrypoint.sh .ci/run docker/build/apt-install docker/build/pip-install docker/build/user-venv \
+	  docker/build/stack-constraints \
 	  $$(git ls-files '*.sh')
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/vermin -q -t=3.10- --violations --no-tips src docker scripts

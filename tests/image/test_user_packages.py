@@ -4,12 +4,11 @@ image (`FROM` + `RUN pip install`) bakes them in. Root never runs what NB_USER i
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.wheels import build_wheel
 
 pytestmark = pytest.mark.image
 
@@ -22,35 +21,20 @@ CHECK = (  # one write(2) per line: torchrun's two workers print at the same mom
 )
 
 
+SOURCE = b"import numpy\nVALUE = 42\n\n\ndef main():\n    print('DEMO', VALUE)\n"
+
+
 def wheel(directory: Path) -> Path:
     """A pure-Python wheel that needs numpy (in the image): pip must find it already there,
     offline, rather than fetch it into the user's environment."""
-    files = {
-        "demo_pkg/__init__.py": (
-            b"import numpy\nVALUE = 42\n\n\ndef main():\n    print('DEMO', VALUE)\n"
-        ),
-        "demo_pkg-0.1.dist-info/METADATA": (
-            b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 0.1\nRequires-Dist: numpy\n"
-        ),
-        "demo_pkg-0.1.dist-info/WHEEL": (
-            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        ),
-        "demo_pkg-0.1.dist-info/entry_points.txt": b"[console_scripts]\ndemo-pkg = demo_pkg:main\n",
-    }
-
-    def digest(data: bytes) -> str:
-        raw = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        return f"sha256={raw}"
-
-    record = "".join(f"{name},{digest(data)},{len(data)}\n" for name, data in files.items())
-    path = directory / WHEEL
-    with zipfile.ZipFile(path, "w") as z:
-        for name, data in files.items():
-            z.writestr(name, data)
-        z.writestr("demo_pkg-0.1.dist-info/RECORD", record + "demo_pkg-0.1.dist-info/RECORD,,\n")
-    path.chmod(0o644)
-    directory.chmod(0o755)
-    return path
+    return build_wheel(
+        directory,
+        "demo-pkg",
+        "0.1",
+        {"demo_pkg/__init__.py": SOURCE},
+        requires=("numpy",),
+        entry_points="[console_scripts]\ndemo-pkg = demo_pkg:main\n",
+    )
 
 
 def test_pip_install_in_the_container_reaches_training_notebooks_and_ssh(
