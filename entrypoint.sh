@@ -17,10 +17,30 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
+# Root never works in a folder NB_USER can write: Docker starts us in the image's WORKDIR,
+# /workspace, where `python3 -c` would import NB_USER's secrets.py. Every start-up step,
+# supervisord and each root program it starts inherit this directory (root-env.sh says why).
+cd /
+# shellcheck source=docker/start/root-env.sh
+. "$PYTORCH_CUDA_LIB/root-env.sh"
+
 # A previous start of the same container (docker restart) leaves state behind.
 rm -rf "$STARTUP_STATE_DIR"
 mkdir -p "$STARTUP_STATE_DIR"
 chmod 0755 "$STARTUP_STATE_DIR"
+
+# Root's PATH keeps only directories NB_USER cannot write; NB_USER's programs get the PATH they
+# were given back (NB_USER_PATH, use_user_venv in user-env.sh).
+export NB_USER_PATH=$PATH
+PATH=$(root_path "$PATH" 2>"$STARTUP_STATE_DIR/path-dropped")
+export PATH
+while IFS= read -r dropped; do
+  echo "WARNING[$(date -u '+%Y-%m-%d %H:%M:%S')] PATH entry $dropped is left out for root's" \
+    "programs: NB_USER could write there (NB_USER's programs still have it)" \
+    | tee -a "$STARTUP_STATE_DIR/startup.log" >&2
+done <"$STARTUP_STATE_DIR/path-dropped"
+rm -f "$STARTUP_STATE_DIR/path-dropped"
+unset dropped
 
 # `docker run IMAGE jupyter lab [OPTIONS]` (jupyter/docker-stacks' way to ask for a server)
 # asks for what this image serves already: it is taken as that request, and the container
@@ -81,7 +101,7 @@ unset step
 # for itself (it closes from 5) and closes them in the programs it starts.
 [ -z "${STARTUP_LOG_FD:-}" ] || exec {STARTUP_LOG_FD}>&-
 exec 3> >(exec "${AS_NB_USER[@]}" \
-  python3 "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/supervisord.log")
+  python3 -I "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/supervisord.log")
 
 # supervisord becomes PID 1; it exits with the training command's exit code (see the runner).
-exec python3 "$PYTORCH_CUDA_LIB/supervisord-run.py" -n -c /etc/pytorch-cuda/supervisord.conf
+exec python3 -I "$PYTORCH_CUDA_LIB/supervisord-run.py" -n -c /etc/pytorch-cuda/supervisord.conf

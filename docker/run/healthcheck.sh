@@ -4,9 +4,15 @@
 # 3 x interval + 10 s: a stopped or hung monitor is still "RUNNING") and, when enabled,
 # Jupyter answers on its /api.
 set -uo pipefail
+# Docker runs this as root in the image's WORKDIR, /workspace, with the container's PATH:
+# work from / and look commands up only where root can trust them (root-env.sh).
+cd / || exit 1
+# shellcheck source=docker/start/root-env.sh
+. "${BASH_SOURCE[0]%/*}/root-env.sh" || exit 1
+PATH=$(root_path "$PATH" 2>/dev/null)
 state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
 [ -r "$state/services" ] || { echo "starting"; exit 1; }
-status=$(supervisorctl -c /etc/pytorch-cuda/supervisord.conf status 2>&1)
+status=$(python3 -I -m supervisor.supervisorctl -c /etc/pytorch-cuda/supervisord.conf status 2>&1)
 rc=0
 while read -r service; do
   if ! grep -qE "^$service +RUNNING" <<<"$status"; then

@@ -15,6 +15,9 @@ import socket
 import sys
 from pathlib import Path
 
+if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the
+    # script's own directory off sys.path: siblings come from this root-owned one, by name
+    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import safe_paths  # beside this file in the image
 
 STATE = Path(os.environ.get("STARTUP_STATE_DIR", "/run/pytorch-cuda"))

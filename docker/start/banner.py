@@ -17,6 +17,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the
+    # script's own directory off sys.path: siblings come from this root-owned one, by name
+    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 try:  # in the image the validate_cuda package sits beside this file
     from validate_cuda import drivers
 except ImportError:  # a checkout (tests load this file from docker/start/)
@@ -71,6 +74,8 @@ class Facts:
     baseline: str | None = None  # the baseline file when it exists, else None
     baseline_path: str = ""
     bench_path: str = "/workspace/data"
+    # `docker exec -u NB_USER`: as root, a command would run in a folder that user writes
+    nb_user: str = "jovyan"
 
 
 def driver_warning(driver: str | None) -> str | None:
@@ -125,7 +130,7 @@ def render(facts: Facts) -> list[str]:
     if facts.baseline is None and facts.baseline_path:
         lines.append(
             f"Baseline   none for this disk yet: measure it once with"
-            f" `docker exec CONTAINER diskinfo bench {facts.bench_path}`"
+            f" `docker exec -u {facts.nb_user} CONTAINER diskinfo bench {facts.bench_path}`"
             f" (kept in {facts.baseline_path}; verdicts then compare reads with it)"
         )
     lines.append(
@@ -327,6 +332,7 @@ def gather(env: dict[str, str]) -> Facts:
         baseline_path=baseline_path(env, logs_dir),
         port_taken=_ports_taken(env),
         ssh_port=env.get("SSH_PORT", "22"),
+        nb_user=env.get("NB_USER", "jovyan"),
     )
     facts.baseline = _existing(facts.baseline_path)
     if env.get("SSHD_ENABLE", "1") != "0":

@@ -20,11 +20,14 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 
-import jupyter_args
-import ssh_keys
-
 from diskinfo.errors import UserError
 from diskinfo.units import RULE, parse_size
+
+if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the
+    # script's own directory off sys.path: siblings come from this root-owned one, by name
+    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import jupyter_args
+import ssh_keys
 
 UID_MAX = 2**31 - 1
 MANAGED_USER_FILE = "/var/lib/pytorch-cuda/nb-user"

@@ -1,7 +1,7 @@
-"""The device baseline survives the container (issue 12): `docker exec C diskinfo bench` in one
-container stores it under the mounted logs directory, keyed by the disk's identity; the monitor
-of that container takes it up at once, and the monitor of a second, fresh container sharing the
-logs directory uses it from its first records.
+"""The device baseline survives the container (issue 12): `docker exec -u jovyan C diskinfo
+bench` in one container stores it under the mounted logs directory, keyed by the disk's
+identity; the monitor of that container takes it up at once, and the monitor of a second, fresh
+container sharing the logs directory uses it from its first records.
 
 The data sits on its own ext4 loop device, so the watched top device is that loop device in
 both containers, and "N% of its measured M MB/s" in the verdict's evidence says the monitor
@@ -50,8 +50,10 @@ def test_bench_in_one_container_is_used_by_the_next(container, tmp_path, wait_un
         first = container(env=ENV, volumes=volumes)
         wait_until(lambda: len(_records(jsonl)) >= 2, 90, lambda: first.logs()[-3000:])
         assert not _judged_against(_records(jsonl), dev)  # no baseline yet
-        code, out = first.exec(
-            "diskinfo bench /workspace/data/data.bin --seconds 0.5 --size 16M", timeout=60
+        code, out = first.exec(  # as the docs say: -u jovyan
+            "diskinfo bench /workspace/data/data.bin --seconds 0.5 --size 16M",
+            user="jovyan",
+            timeout=60,
         )
         assert code == 0, out
         assert "stored in /workspace/logs/diskinfo-baseline.json" in out, out

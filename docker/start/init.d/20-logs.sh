@@ -10,7 +10,7 @@
 LOG_DIR=${LOG_DIR:-/workspace/logs}
 DISKINFO_STATE_DIR=${DISKINFO_STATE_DIR:-/run/diskinfo}
 for log_target in "logs $LOG_DIR" "dir $DISKINFO_STATE_DIR"; do
-  if ! log_notes=$(python3 "$PYTORCH_CUDA_LIB/safe_paths.py" "${log_target%% *}" \
+  if ! log_notes=$(python3 -I "$PYTORCH_CUDA_LIB/safe_paths.py" "${log_target%% *}" \
     "${log_target#* }" "$NB_UID" "$NB_GID" 2>&1); then
     startup_die "${log_target#* } cannot be used: $log_notes"
   fi
