@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from diskinfo import loader_state
+from diskinfo import notebook as _notebook
 from diskinfo.loader_state import LoaderCounters
 
 T = TypeVar("T")
@@ -219,6 +220,7 @@ def _measured(loader: Any, make_iterator: Callable[[], Iterator[T]]) -> Iterator
     if multi_worker and not m.settings.get("persistent_workers"):
         _count_pass(getattr(loader, "dataset", None))
     m.start()
+    shown = _show_pass()
     try:
         started: float | None = time.perf_counter()
         iterator = make_iterator()
@@ -241,6 +243,20 @@ def _measured(loader: Any, make_iterator: Callable[[], Iterator[T]]) -> Iterator
             m.begin_wait()
     finally:
         m.idle()
+        if shown is not None:
+            shown.pass_ended()
+
+
+def _show_pass() -> _notebook.VerdictDisplay | None:
+    """In a Jupyter kernel, the verdict below the cell that iterates (once per pass); a
+    display that fails is no reason to stop the training loop."""
+    shown = _notebook.display_for(None)
+    if shown is not None:
+        try:
+            shown.pass_started()
+        except Exception:
+            return None
+    return shown
 
 
 class WatchedLoader(Generic[T]):
@@ -299,7 +315,7 @@ def _is_dataloader(obj: object) -> bool:
     return data is not None and isinstance(obj, data.DataLoader)
 
 
-def watch(loader: L) -> L:
+def watch(loader: L, notebook: bool | None = None) -> L:
     """Wrap a DataLoader (or any iterable) so its data-wait reaches the diskinfo monitor.
 
     A DataLoader is returned as itself, its class swapped for a measured subclass: it is
@@ -311,7 +327,12 @@ def watch(loader: L) -> L:
     The process publishes from here on, zeros until a loop iterates: a loader wrapped but
     never iterated (wrapped before a framework builds its own from it) is then told apart
     from one never wrapped, and the monitor says which loader to wrap instead.
+
+    In a Jupyter kernel each cell that iterates shows the monitor's verdict below it
+    (diskinfo.notebook); `notebook=False`, or DISKINFO_NOTEBOOK=0 in the environment, turns
+    that off, `notebook=True` turns it on against the variable.
     """
+    _notebook.display_for(notebook)
     meter().start()
     if "_diskinfo_base" in type(loader).__dict__:
         return loader  # watched already

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import time
@@ -438,3 +439,54 @@ def test_training_shorter_than_one_interval_is_no_warning(tmp_path):
     child.wait()
     collector.fill(record := IntervalRecord(ts=0, elapsed_s=5.0))
     assert record.warnings == [] and record.procs == []
+
+
+BUSY_PUBLISHER = r"""
+import os, sys, time
+from pathlib import Path
+from diskinfo import loader_state
+directory = Path(sys.argv[1])
+loader_state.write_state(directory, loader_state.LoaderCounters(pid=os.getpid()))
+if os.fork() == 0:  # a DataLoader worker of its own
+    time.sleep(30); os._exit(0)
+print("ready", flush=True)
+deadline = time.time() + 30
+while time.time() < deadline:  # a training loop's step: the CPU the verdict must see
+    sum(i * i for i in range(10000))
+"""
+
+
+@pytest.mark.parametrize("with_command", [True, False], ids=["beside-command", "alone"])
+def test_a_publisher_outside_the_commands_tree_is_a_main(tmp_path, with_command):
+    """A notebook kernel, or a script started over SSH or with `docker exec`, iterates the
+    wrapped loader but is no child of the supervised training command: its CPU (and its
+    workers') must still reach the verdict, which read 0.0 cores for a kernel using 1.5."""
+    command = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    loop = subprocess.Popen(
+        [sys.executable, "-c", BUSY_PUBLISHER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert loop.stdout.readline().strip() == b"ready"
+        pid_file = tmp_path / "train.pid"
+        pid_file.write_text(f"{command.pid}\n" if with_command else "")
+        collector = ProcsCollector(str(pid_file), state_dir=tmp_path)
+        collector.fill(IntervalRecord(ts=0, elapsed_s=1.0))
+        t0 = time.monotonic()
+        time.sleep(1.0)
+        record = IntervalRecord(ts=0, elapsed_s=time.monotonic() - t0)
+        collector.fill(record)
+    finally:
+        for proc in (command, loop):
+            proc.kill()
+            proc.wait()
+    roles = {p.pid: p.role for p in record.procs}
+    assert roles[loop.pid] == "main", roles
+    assert sorted(roles.values()) == (
+        ["main", "main", "worker"] if with_command else ["main", "worker"]
+    ), roles
+    busy = next(p for p in record.procs if p.pid == loop.pid)
+    # what it used, or wanted while this shared machine's other work held the cores
+    assert busy.cpu_percent > 0 and busy.cpu_percent + busy.cpu_wait_percent > 30, record.procs
+    assert not record.warnings

@@ -1,11 +1,14 @@
-"""Who reads how much: the training command's process tree (DataLoader workers included).
+"""Who reads how much: the training processes and their trees (DataLoader workers included).
 
-The root PID comes from `--pid-file` (/run/pytorch-cuda/train.pid in the image). Per process:
+The roots: the PID in `--pid-file` (/run/pytorch-cuda/train.pid in the image), and every live
+process that publishes loader figures (`diskinfo.torch.watch`), whatever started it: a
+notebook kernel, a script run over SSH or `docker exec` is no child of the training command,
+and its CPU is what the verdict weighs against the cores. Per process:
 `read_bytes` (what the storage layer fetched for it, /proc/PID/io) and `rchar` (every read()
 byte, page-cache hits included), as rates over the measured interval, plus CPU % of one core.
 A parent's counters gain a reaped child's whole-life I/O (the kernel adds it on wait()), so
 what each reaped child was last seen to have read is taken off its parent's next increases
-(`settle`). Rates are pure functions of two snapshots; only `ProcsCollector` talks to psutil.
+(`settle`). Rates are pure functions of two snapshots (read by `proctree`).
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ import psutil
 
 from diskinfo import loader_state
 from diskinfo.collectors import BaseCollector
+from diskinfo.collectors.proctree import (
+    MAX_PROCESSES,
+    ProcSnapshot,
+    TreeReader,
+    live_publishers,
+)
 from diskinfo.record import IntervalRecord, ProcessIO
 
-MAX_PROCESSES = 256
-TREE_RESCAN_S = 5.0  # a new worker set (each epoch without persistent_workers) shows within
 ROLE_ORDER = {"launcher": 0, "main": 1, "worker": 2, "helper": 3, "child": 4}
 # multiprocessing's trackers, and torch.compile's pool of compile workers (busy while it
 # compiles: no DataLoader worker to judge)
@@ -36,33 +43,6 @@ LAUNCHER_MODULES = {
     "accelerate.commands.launch",
     "deepspeed.launcher.runner",
 }
-
-
-@dataclass(frozen=True)
-class ProcSnapshot:
-    pid: int
-    ppid: int
-    name: str
-    create_time: float
-    read_bytes: int
-    rchar: int
-    cpu_s: float  # user + system seconds
-    cmdline: str = ""
-    run_wait_s: float = 0.0  # seconds runnable but waiting for a CPU (/proc/PID/schedstat)
-
-    @property
-    def key(self) -> tuple[int, float]:
-        return (self.pid, self.create_time)  # a reused PID is a different process
-
-
-def run_wait_s(pid: int) -> float:
-    """Seconds `pid` has waited on a run queue (/proc/PID/schedstat, second field, ns); 0
-    where the kernel has no schedstat."""
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def parse_pid_file(text: str) -> int:
@@ -119,7 +99,11 @@ def assign_roles(
             children.setdefault(p.ppid, []).append(p.pid)
 
     mains = {pid for pid in publishers if pid in by_pid}
-    if not mains:
+    if not any(_descends(pid, root, by_pid) for pid in mains):
+        # nothing in the root's tree publishes: its training script is found by its shape,
+        # beside any publisher that runs outside it (a notebook kernel)
+        found = mains
+        mains = set()
         level, depth = [root], 0
         while level and not mains and depth < MAX_PROCESSES:
             # breadth first: the outermost Python processes are the training script (one, or
@@ -137,7 +121,7 @@ def assign_roles(
             and "spawn_main" in by_pid[child].cmdline
             and any(loader_worker(by_pid[g]) for g in children.get(child, []))
         }
-        mains = ranks or mains or {root}
+        mains = (ranks or mains or {root}) | found
     roles: dict[int, str] = {}
     for main in mains & by_pid.keys():  # the root may be gone already
         roles[main] = "main"
@@ -154,6 +138,18 @@ def assign_roles(
     for p in procs:
         roles.setdefault(p.pid, "child")
     return roles
+
+
+def _descends(pid: int, root: int, by_pid: Mapping[int, ProcSnapshot]) -> bool:
+    """Whether `pid` is `root` or below it, through the parents in `by_pid`."""
+    for _ in range(MAX_PROCESSES):
+        if pid == root:
+            return True
+        p = by_pid.get(pid)
+        if p is None:
+            return False
+        pid = p.ppid
+    return False
 
 
 YOUNG_INTERVALS = 3.0
@@ -243,92 +239,9 @@ def settle(
     return adjusted, left
 
 
-def publishers(directory: Path) -> set[int]:
-    """PIDs that publish loader figures (from the state file names alone: cheap)."""
-    out: set[int] = set()
-    try:
-        for entry in directory.glob(f"{loader_state.FILE_PREFIX}*.json"):
-            stem = entry.stem[len(loader_state.FILE_PREFIX) :]
-            if stem.isdigit():
-                out.add(int(stem))
-    except OSError:
-        pass
-    return out
-
-
-class TreeReader:
-    """Reads the tree cheaply: finding descendants scans every PID on the machine, so the
-    member list is refreshed only every `TREE_RESCAN_S` (or when a member is gone or exec'd
-    another program); command lines are read once per process and program."""
-
-    def __init__(self) -> None:
-        self._root: int | None = None
-        self._members: list[psutil.Process] = []
-        self._scanned = -TREE_RESCAN_S
-        self._static: dict[tuple[int, float], tuple[str, str]] = {}
-
-    def _rescan(self, root: int) -> None:
-        self._root, self._scanned = root, time.monotonic()
-        try:
-            top = psutil.Process(root)
-            self._members = [top, *top.children(recursive=True)][:MAX_PROCESSES]
-        except psutil.Error:
-            self._members = []
-
-    def read(self, root: int) -> list[ProcSnapshot]:
-        if root != self._root or time.monotonic() - self._scanned >= TREE_RESCAN_S:
-            self._rescan(root)
-        out, exec_seen = self._read_members()
-        # a member gone: its successors may be new; one that became another program (the
-        # shell of `bash -c "pip install ... && python train.py"` execs python): its children
-        if len(out) < len(self._members) or exec_seen:
-            self._rescan(root)
-            out, _ = self._read_members()
-        return out
-
-    def _read_members(self) -> tuple[list[ProcSnapshot], bool]:
-        """The members' snapshots, and whether one of them exec'd since the last read."""
-        out = []
-        exec_seen = False
-        for proc in self._members:
-            try:
-                with proc.oneshot():
-                    try:
-                        io = proc.io_counters()
-                        read_bytes, rchar = io.read_bytes, getattr(io, "read_chars", 0)
-                    except (psutil.AccessDenied, AttributeError):
-                        read_bytes = rchar = 0
-                    cpu = proc.cpu_times()
-                    born = proc.create_time()
-                    name = proc.name()  # from the stat file cpu_times read (oneshot)
-                    static = self._static.get((proc.pid, born))
-                    if static is None or static[0] != name:  # new, or exec'd another program
-                        exec_seen = exec_seen or static is not None
-                        static = (name, " ".join(proc.cmdline())[:200])
-                        self._static[(proc.pid, born)] = static
-                    out.append(
-                        ProcSnapshot(
-                            pid=proc.pid,
-                            ppid=proc.ppid(),
-                            name=static[0],
-                            create_time=born,
-                            read_bytes=read_bytes,
-                            rchar=rchar,
-                            cpu_s=cpu.user + cpu.system,
-                            cmdline=static[1],
-                            run_wait_s=run_wait_s(proc.pid),
-                        )
-                    )
-            except psutil.Error:
-                continue
-        if len(self._static) > 4 * MAX_PROCESSES:
-            live = {(p.pid, p.create_time) for p in out}
-            self._static = {k: v for k, v in self._static.items() if k in live}
-        return out, exec_seen
-
-
 class ProcsCollector(BaseCollector):
-    """Rates of the training command's process tree, from `--pid-file`."""
+    """Rates of the training command's process tree, from `--pid-file`, and of the trees of
+    the processes that publish loader figures."""
 
     def __init__(self, pid_file: str | None, state_dir: Path | None = None) -> None:
         super().__init__()
@@ -374,25 +287,23 @@ class ProcsCollector(BaseCollector):
         return None
 
     def fill(self, record: IntervalRecord) -> None:
-        if self.pid_file is None:
-            return
-        root = self._root()
-        if root is None:
-            self.notes.flush(record)
-            self._previous = {}
-            return
-        tree = self._tree.read(root)
-        if not tree:
+        root = self._root() if self.pid_file is not None else None
+        loops = live_publishers(self.state_dir)
+        roots = tuple(sorted(loops | ({root} if root is not None else set())))
+        tree = self._tree.read(roots) if roots else []
+        if root is not None and not any(p.pid == root for p in tree):
             # one that ran and ended is no fault: the verdict says no training command runs;
             # one never seen running, in a file older than this monitor, is worth a word (a
             # PID file left from an earlier run?)
             if root != self._seen and not self._written_since_start():
                 self.notes.once(f"procs: training PID {root} is not running")
-            self.notes.flush(record)
+        elif root is not None:
+            self._seen = root
+        self.notes.flush(record)
+        if not tree:
             self._previous = {}
             return
-        self._seen = root
-        roles = assign_roles(tree, root, publishers(self.state_dir))
+        roles = assign_roles(tree, root if root is not None else -1, loops)
         previous, self._owed = settle(self._owed, self._previous, tree)
         record.procs = process_rates(previous, tree, roles, record.elapsed_s, time.time())
         self._previous = {p.key: p for p in tree}

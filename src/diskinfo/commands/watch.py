@@ -28,6 +28,7 @@ from diskinfo.sinks.heartbeat import HeartbeatSink
 from diskinfo.sinks.jsonl import JsonlSink
 from diskinfo.sinks.logdir_lock import LogDirLock
 from diskinfo.sinks.textlog import TextLogSink
+from diskinfo.sinks.verdict_file import VerdictFileSink
 
 MAX_INTERVAL_S = 86400  # a day: longer waits than the clock can take are refused at once
 
@@ -82,6 +83,7 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         TextLogSink(args.log_dir, echo=sys.stdout if to_stdout else None, console=args.console),
         JsonlSink(args.log_dir),
         HeartbeatSink(args.interval),
+        VerdictFileSink(),  # what a notebook shows below its training cell
     ]
     if args.metrics_port:  # None or 0: off
         # imported here: prometheus_client and the HTTP server cost start-up time and memory

@@ -1,0 +1,147 @@
+"""The processes the monitor watches, read cheaply: snapshots of the training command's tree
+and of the trees of the processes that publish loader figures."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from diskinfo import loader_state
+
+MAX_PROCESSES = 256
+TREE_RESCAN_S = 5.0  # a new worker set (each epoch without persistent_workers) shows within
+
+
+@dataclass(frozen=True)
+class ProcSnapshot:
+    pid: int
+    ppid: int
+    name: str
+    create_time: float
+    read_bytes: int
+    rchar: int
+    cpu_s: float  # user + system seconds
+    cmdline: str = ""
+    run_wait_s: float = 0.0  # seconds runnable but waiting for a CPU (/proc/PID/schedstat)
+
+    @property
+    def key(self) -> tuple[int, float]:
+        return (self.pid, self.create_time)  # a reused PID is a different process
+
+
+def run_wait_s(pid: int) -> float:
+    """Seconds `pid` has waited on a run queue (/proc/PID/schedstat, second field, ns); 0
+    where the kernel has no schedstat."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def publishers(directory: Path) -> set[int]:
+    """PIDs that publish loader figures (from the state file names alone: cheap)."""
+    out: set[int] = set()
+    try:
+        for entry in directory.glob(f"{loader_state.FILE_PREFIX}*.json"):
+            stem = entry.stem[len(loader_state.FILE_PREFIX) :]
+            if stem.isdigit():
+                out.add(int(stem))
+    except OSError:
+        pass
+    return out
+
+
+def live_publishers(directory: Path) -> set[int]:
+    """Publishers still running: a file's PID whose process started before the file's last
+    write (a PID that a finished run left behind and another process reuses is not one)."""
+    out: set[int] = set()
+    for pid in publishers(directory):
+        try:
+            written = loader_state.state_path(directory, pid).stat().st_mtime
+            if psutil.Process(pid).create_time() <= written + 1.0:
+                out.add(pid)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
+class TreeReader:
+    """Reads the trees cheaply: finding descendants scans every PID on the machine, so the
+    member list is refreshed only every `TREE_RESCAN_S` (or when the roots change, or a member
+    is gone or exec'd another program); command lines are read once per process and program."""
+
+    def __init__(self) -> None:
+        self._roots: tuple[int, ...] | None = None
+        self._members: list[psutil.Process] = []
+        self._scanned = -TREE_RESCAN_S
+        self._static: dict[tuple[int, float], tuple[str, str]] = {}
+
+    def _rescan(self, roots: tuple[int, ...]) -> None:
+        self._roots, self._scanned = roots, time.monotonic()
+        members: dict[int, psutil.Process] = {}
+        for root in roots:
+            if root in members:  # a publisher inside the training command's tree
+                continue
+            try:
+                top = psutil.Process(root)
+                for proc in [top, *top.children(recursive=True)]:
+                    members.setdefault(proc.pid, proc)
+            except psutil.Error:
+                continue
+        self._members = list(members.values())[:MAX_PROCESSES]
+
+    def read(self, roots: int | tuple[int, ...]) -> list[ProcSnapshot]:
+        roots = (roots,) if isinstance(roots, int) else roots
+        if roots != self._roots or time.monotonic() - self._scanned >= TREE_RESCAN_S:
+            self._rescan(roots)
+        out, exec_seen = self._read_members()
+        # a member gone: its successors may be new; one that became another program (the
+        # shell of `bash -c "pip install ... && python train.py"` execs python): its children
+        if len(out) < len(self._members) or exec_seen:
+            self._rescan(roots)
+            out, _ = self._read_members()
+        return out
+
+    def _read_members(self) -> tuple[list[ProcSnapshot], bool]:
+        """The members' snapshots, and whether one of them exec'd since the last read."""
+        out = []
+        exec_seen = False
+        for proc in self._members:
+            try:
+                with proc.oneshot():
+                    try:
+                        io = proc.io_counters()
+                        read_bytes, rchar = io.read_bytes, getattr(io, "read_chars", 0)
+                    except (psutil.AccessDenied, AttributeError):
+                        read_bytes = rchar = 0
+                    cpu = proc.cpu_times()
+                    born = proc.create_time()
+                    name = proc.name()  # from the stat file cpu_times read (oneshot)
+                    static = self._static.get((proc.pid, born))
+                    if static is None or static[0] != name:  # new, or exec'd another program
+                        exec_seen = exec_seen or static is not None
+                        static = (name, " ".join(proc.cmdline())[:200])
+                        self._static[(proc.pid, born)] = static
+                    out.append(
+                        ProcSnapshot(
+                            pid=proc.pid,
+                            ppid=proc.ppid(),
+                            name=static[0],
+                            create_time=born,
+                            read_bytes=read_bytes,
+                            rchar=rchar,
+                            cpu_s=cpu.user + cpu.system,
+                            cmdline=static[1],
+                            run_wait_s=run_wait_s(proc.pid),
+                        )
+                    )
+            except psutil.Error:
+                continue
+        if len(self._static) > 4 * MAX_PROCESSES:
+            live = {(p.pid, p.create_time) for p in out}
+            self._static = {k: v for k, v in self._static.items() if k in live}
+        return out, exec_seen
