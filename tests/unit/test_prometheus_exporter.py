@@ -29,7 +29,7 @@ from diskinfo.sinks.prometheus import (
     _Totals,
     markdown_table,
 )
-from tests.helpers import ROOT
+from tests.helpers.docs import generated
 from tests.helpers.records import DISKSTATS, full_record
 
 SECRET = "s3cr3t-T0KEN-4f9a"  # planted wherever a careless exporter might copy text from
@@ -242,10 +242,7 @@ def test_close_frees_the_port():
 
 
 def test_docs_table_is_the_exporters():
-    text = (ROOT / "docs/metrics.md").read_text()
-    begin, end = "<!-- metrics table: begin -->\n", "<!-- metrics table: end -->"
-    documented = text.split(begin, 1)[1].split(end, 1)[0]
-    assert documented == markdown_table(), (
+    assert generated("metrics.md", "metrics table") == markdown_table(), (
         "docs/metrics.md is out of date: replace its table with the output of "
         "`python -m diskinfo.sinks.prometheus`"
     )

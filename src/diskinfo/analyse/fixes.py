@@ -7,9 +7,13 @@ measurement can settle (the best num_workers, prefetch_factor) points to `diskin
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.signals import Signals, read_caps
-from diskinfo.record import Cause, CgroupIO, VerdictName
+from diskinfo.record import Cause, CgroupIO
 from diskinfo.units import format_size
 
 SHM_FIX = (
@@ -130,65 +134,156 @@ def longer_fix(interval_s: float) -> str:
     )
 
 
-def fixes_for(cause: Cause, s: Signals) -> list[str]:
-    verdict = cause.verdict
+def _pin_fix(s: Signals) -> str | None:
     loader = s.loader
-    workers = workers_fix(s)
-    restart = restart_fix(s)
-    pin = (
-        "pin_memory=True with .to(device, non_blocking=True) copies"
-        if s.gpu_in_use and (loader is None or loader.pin_memory is not True)
-        else None
-    )
-    persistent = (
-        "persistent_workers=True and prefetch_factor=4 (workers survive epochs and read ahead)"
-        if loader is not None
+    if s.gpu_in_use and (loader is None or loader.pin_memory is not True):
+        return "pin_memory=True with .to(device, non_blocking=True) copies"
+    return None
+
+
+def _persistent_fix(s: Signals) -> str | None:
+    loader = s.loader
+    if (
+        loader is not None
         and loader.num_workers
         and loader.persistent_workers is not True
-        and restart is None
-        else None
-    )
-    shards = (
-        "pack the small files into large sequential shards: `diskinfo pack SRC DEST` "
-        "(WebDataset tar shards)"
-    )
-    cheaper = (
-        "make per-sample work cheaper: decode/augment on the GPU (torchvision.transforms.v2 on "
-        "tensors, NVIDIA DALI) or cache preprocessed samples"
-        if s.gpu_in_use
-        else "make per-sample work cheaper: cache preprocessed samples (decode once, store "
+        and restart_fix(s) is None  # that fix says it, with the measured reason
+    ):
+        return (
+            "persistent_workers=True and prefetch_factor=4 (workers survive epochs and read ahead)"
+        )
+    return None
+
+
+def _cheaper_fix(s: Signals) -> str:
+    if s.gpu_in_use:
+        return (
+            "make per-sample work cheaper: decode/augment on the GPU (torchvision.transforms.v2 "
+            "on tensors, NVIDIA DALI) or cache preprocessed samples"
+        )
+    return (
+        "make per-sample work cheaper: cache preprocessed samples (decode once, store "
         "tensors), or use a cheaper decoder or transform"
     )
-    fixes: list[str | None]
-    if verdict == VerdictName.INPUT_SMALL_FILES:
-        fixes = [preload_fix(s), workers, shards, persistent, TUNE_FIX]
-    elif verdict == VerdictName.INPUT_DISK:
-        small = s.disk is not None and 0 < s.disk.rareq_sz < 64
-        fixes = [
-            _cap_fix(s),
-            preload_fix(s),
-            "move the data to faster local storage (local NVMe, /dev/shm) or store it compressed",
-            shards if small else None,
-            workers if s.disk is not None and s.disk.aqu_sz < 1 else None,
-            persistent,
-        ]
-    elif verdict == VerdictName.INPUT_CPU:
-        if cause == Cause.CPU_SATURATED:
-            fixes = [cheaper, pin, persistent, TUNE_FIX]
-        else:
-            fixes = [workers, pin, persistent, cheaper, TUNE_FIX]
-    elif verdict == VerdictName.COMPUTE_BOUND:
-        fixes = [
+
+
+def _step_fix(s: Signals) -> str:
+    if s.gpu_in_use:
+        return (
             "the input pipeline keeps up: speed up the step itself (mixed precision with "
             "torch.autocast, torch.compile, a larger batch)"
-            if s.gpu_in_use
-            else "the input pipeline keeps up: the step runs on the CPU (no GPU in use), so a "
-            "GPU, torch.compile or a smaller model speeds it up"
-        ]
-    elif cause == Cause.NOT_WRAPPED:
-        fixes = [wrap_fix(s.wrapped_not_iterated)]
-    else:
-        fixes = []
-    if restart is not None and verdict.input_bound:
+        )
+    return (
+        "the input pipeline keeps up: the step runs on the CPU (no GPU in use), so a "
+        "GPU, torch.compile or a smaller model speeds it up"
+    )
+
+
+SHARDS = (
+    "pack the small files into large sequential shards: `diskinfo pack SRC DEST` "
+    "(WebDataset tar shards)"
+)
+
+
+def _small_requests_shards(s: Signals) -> str | None:
+    small = s.disk is not None and 0 < s.disk.rareq_sz < t.SHARDS_REQUEST_KB
+    return SHARDS if small else None
+
+
+def _short_queue_workers(s: Signals) -> str | None:
+    short = s.disk is not None and s.disk.aqu_sz < t.SHORT_QUEUE
+    return workers_fix(s) if short else None
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One fix: its words in docs/verdicts.md's cause table, and the text it gives for an
+    interval (None: it does not apply to this one)."""
+
+    doc: str
+    text: Callable[[Signals], str | None]
+
+
+PRELOAD = Fix("preload into RAM if the data fits", preload_fix)
+WORKERS = Fix(
+    "`num_workers W -> N` (N = 2W, at most the container's cores shared by the ranks; none "
+    "when the workers already have every core or every core is busy)",
+    workers_fix,
+)
+WORKERS_SHORT_QUEUE = Fix(
+    f"more workers when the queue is short (aqu-sz < {t.SHORT_QUEUE:g})", _short_queue_workers
+)
+PACK = Fix("pack into shards (`diskinfo pack`, WebDataset tar)", lambda s: SHARDS)
+PACK_SMALL_REQUESTS = Fix(
+    f"pack into shards when requests are small (rareq-sz < {t.SHARDS_REQUEST_KB:g} kB)",
+    _small_requests_shards,
+)
+PERSISTENT = Fix("`persistent_workers=True`, `prefetch_factor=4`", _persistent_fix)
+TUNE = Fix("`diskinfo tune`", lambda s: TUNE_FIX)
+CAP = Fix("raise or remove the container's cgroup read limit when its reads sit at it", _cap_fix)
+FASTER_STORAGE = Fix(
+    "faster local storage (NVMe, `/dev/shm`) or compressed samples",
+    lambda s: "move the data to faster local storage (local NVMe, /dev/shm) or store it compressed",
+)
+CHEAPER = Fix(
+    "cheaper per-sample work (cached preprocessing; GPU decode/augmentation only with a GPU "
+    "in use)",
+    _cheaper_fix,
+)
+PIN = Fix("`pin_memory=True` with `.to(device, non_blocking=True)` (GPU only)", _pin_fix)
+FASTER_STEP = Fix(
+    "the input pipeline keeps up: with a GPU, mixed precision (`torch.autocast`), "
+    "`torch.compile`, a larger batch; without one, the step runs on the CPU",
+    _step_fix,
+)
+WRAP = Fix(
+    "wrap the DataLoader the loop iterates with `diskinfo.torch.watch`",
+    lambda s: wrap_fix(s.wrapped_not_iterated),
+)
+
+_DISK = (CAP, PRELOAD, FASTER_STORAGE, PACK_SMALL_REQUESTS, WORKERS_SHORT_QUEUE, PERSISTENT)
+_CPU = (WORKERS, PIN, PERSISTENT, CHEAPER, TUNE)
+# The fixes of each cause, most likely first; a cause without fixes has an empty tuple, so a
+# new cause must say which fixes it gets (a test checks that every cause is here).
+FIXES: dict[Cause, tuple[Fix, ...]] = {
+    Cause.CGROUP_CAP: _DISK,
+    Cause.DEVICE_LIMIT: _DISK,
+    Cause.BLOCKED_ON_READS: _DISK,
+    Cause.DISK_BUSY: _DISK,
+    Cause.DISK_READING: _DISK,
+    Cause.SMALL_FILES: (PRELOAD, WORKERS, PACK, PERSISTENT, TUNE),
+    Cause.CPU_SATURATED: (CHEAPER, PIN, PERSISTENT, TUNE),  # more workers share the same cores
+    Cause.NO_WORKERS: _CPU,
+    Cause.FEW_WORKERS: _CPU,
+    Cause.CPU_UNEXPLAINED: _CPU,
+    Cause.STEP: (FASTER_STEP,),
+    Cause.NO_STEP: (),
+    Cause.GPU_IDLE: (),
+    Cause.NO_TRAINING: (),
+    Cause.STARTING: (),
+    Cause.NOT_WRAPPED: (WRAP,),
+    Cause.NO_FIGURES: (),
+}
+
+
+def fixes_for(cause: Cause, s: Signals) -> list[str]:
+    fixes = [fix.text(s) for fix in FIXES[cause]]
+    restart = restart_fix(s)
+    if restart is not None and cause.verdict.input_bound:
         fixes.insert(0, restart)  # measured: the restarts are where the loop waits
     return [f for f in fixes if f]
+
+
+def markdown_table() -> str:
+    """The cause table of docs/verdicts.md, rendered from FIXES (a test keeps them equal);
+    neighbouring causes with the same verdict and fixes share a row."""
+    lines = ["| cause | verdict | fixes in order |", "|---|---|---|"]
+    for (verdict, fixes), causes in itertools.groupby(Cause, lambda c: (c.verdict, FIXES[c])):
+        names = ", ".join(f"`{c}`" for c in causes)
+        words = "; ".join(fix.doc for fix in fixes) or "none"
+        lines.append(f"| {names} | `{verdict}` | {words} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # python -m diskinfo.analyse.fixes: the table for docs/verdicts.md
+    print(markdown_table(), end="")

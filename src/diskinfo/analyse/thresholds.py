@@ -24,6 +24,9 @@ GPU_IN_USE_PCT = 1.0  # a GPU whose utilisation never reaches this is not used b
 # --- CPU (the container's own cgroup where readable, else the host's) ---
 CPU_SATURATED_PCT = 90.0  # percent of the cores the container may use
 PROC_SATURATED_PCT = 80.0  # one loader process, percent of one core: it computes, not waits
+# a worker that gets this many points of a core less than it wants: the host's other work takes
+# the rest (said in the cause's words)
+CPU_WAIT_SHOWN_PCT = 5.0
 IOWAIT_HIGH_PCT = 10.0
 CPU_QUIET_PCT = 30.0  # below this, with a quiet disk and nothing else to judge by: idle
 
@@ -45,6 +48,10 @@ RESTART_WAIT_SHARE = 0.25
 CAP_NEAR_SHARE = 0.75  # a cgroup reading at this share of its read limit: the cap sets the pace
 IO_SHARE_OF_LOADING = 1 / 3  # a reader blocked on reads this much of its loading time
 SOME_IO_SHARE = 0.10  # under this the reads are not where the loading time goes (warm cache)
+SHARDS_REQUEST_KB = 64.0  # disk-bound with requests under this: packing into shards helps
+SHORT_QUEUE = 1.0  # aqu-sz under this while disk-bound: more workers keep more reads in flight
+# a cgroup rate at this share of its limit: `throttled` in the record (collectors/cgroup.py)
+THROTTLED_SHARE = 0.9
 
 # --- memory ---
 DATA_FITS_FRACTION = 0.8  # dataset <= this share of available memory: preloading is an option
@@ -76,6 +83,197 @@ WRAP_HINT_AFTER_S = 60.0  # a training command without loop figures this long: "
 # a loop that began mid-interval leaves the command's start-up reads (torch's import) in it
 LOOP_START_COVER = 0.9
 SUMMARY_INTERVAL_S_DEFAULT = 300.0
+
+
+# The thresholds table of docs/verdicts.md: (group, [(constant, unit, meaning)]), rendered by
+# markdown_table; a test checks that every constant above is here and the docs equal it.
+DOCUMENTED: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
+    (
+        "input share (XProf)",
+        (
+            ("HIGHLY_INPUT_BOUND", "share", "data-wait share of step time: highly input-bound"),
+            (
+                "MODERATELY_INPUT_BOUND",
+                "share",
+                "moderately input-bound (input-bound only with a starving GPU)",
+            ),
+            (
+                "LOOP_ACTIVE_SHARE",
+                "share",
+                "loop time per process over the interval under this: the loop is not running",
+            ),
+        ),
+    ),
+    (
+        "GPU",
+        (
+            ("GPU_IDLE_MEAN_PCT", "%", "mean utilisation under this: the GPU does nothing"),
+            (
+                "GPU_BUSY_MEAN_PCT",
+                "%",
+                "a compute-bound GPU under this: the step's CPU side is the limit",
+            ),
+            ("GPU_STARVED_IDLE_FRACTION", "share", "share of samples idle: the GPU starves"),
+            ("GPU_PULSING", "0..1", "pulsing at or above this: the GPU starves"),
+            (
+                "GPU_IN_USE_PCT",
+                "%",
+                "a GPU that never reaches this is not used by training (no GPU fixes)",
+            ),
+        ),
+    ),
+    (
+        "CPU (the container's own where readable)",
+        (
+            ("CPU_SATURATED_PCT", "%", "of the cores the container may use: `cpu-saturated`"),
+            (
+                "PROC_SATURATED_PCT",
+                "% of a core",
+                "a loader process wanting this computes, not waits (`no-workers`, `few-workers`)",
+            ),
+            (
+                "CPU_WAIT_SHOWN_PCT",
+                "% of a core",
+                "a worker getting this much less than it wants: the host's work takes the rest",
+            ),
+            ("IOWAIT_HIGH_PCT", "%", "host iowait: a weak disk sign"),
+            ("CPU_QUIET_PCT", "%", "under this, with a quiet disk and no training command: `idle`"),
+        ),
+    ),
+    (
+        "disk",
+        (
+            (
+                "DISK_READING_MB_S",
+                "MB/s",
+                "under this and `DISK_READING_R_S`: the disk is not reading",
+            ),
+            ("DISK_READING_R_S", "r/s", "see `DISK_READING_MB_S`"),
+            ("DISK_BUSY_UTIL_PCT", "%", "%util: a request in flight half the time"),
+            ("DISK_UTIL_SATURATED_PCT", "%", "%util: a weak disk sign (NVMe/RAID saturate early)"),
+            ("DISK_AWAIT_HIGH_MS", "ms", "r_await: the device is the limit (`device-limit`)"),
+            ("DISK_QUEUE_DEEP", "aqu-sz", "queue depth said as evidence of `device-limit`"),
+            (
+                "NEAR_BANDWIDTH",
+                "share",
+                "of the measured sequential bandwidth: the device is the limit",
+            ),
+            (
+                "LOW_BANDWIDTH",
+                "share",
+                "of the measured bandwidth: `small-files` (with a baseline), low-bandwidth warning",
+            ),
+            ("SMALL_REQUEST_KB", "kB", "rareq-sz under this: whole small files"),
+            ("SMALL_FILE_MIN_R_S", "r/s", "reads per second for `small-files`"),
+            (
+                "SMALL_READER_QUEUE",
+                "aqu-sz per reader",
+                "at most this: one read at a time, latency-bound (`small-files`)",
+            ),
+            (
+                "RESTART_WAIT_SHARE",
+                "share",
+                "of the data-wait spent on each epoch's first batch: `persistent_workers` first",
+            ),
+            (
+                "CAP_NEAR_SHARE",
+                "share",
+                "of a cgroup read limit: the cap sets the pace (`cgroup-cap`)",
+            ),
+            ("THROTTLED_SHARE", "share", "of a cgroup limit: `throttled` in the record"),
+            (
+                "IO_SHARE_OF_LOADING",
+                "share",
+                "of a reader's loading time with a read in flight: `blocked-on-reads`",
+            ),
+            (
+                "SOME_IO_SHARE",
+                "share",
+                "under this (and %util under `DISK_BUSY_UTIL_PCT`) the reads are not the cause",
+            ),
+            ("SHARDS_REQUEST_KB", "kB", "disk-bound with requests under this: the shards fix"),
+            ("SHORT_QUEUE", "aqu-sz", "disk-bound with a queue under this: the more-workers fix"),
+        ),
+    ),
+    (
+        "memory",
+        (
+            (
+                "DATA_FITS_FRACTION",
+                "share",
+                "dataset at most this share of available memory: it fits (preload)",
+            ),
+            (
+                "SHM_MIN_MB_DEFAULT",
+                "MB",
+                "`/dev/shm` floor (`SHM_MIN_MB` overrides it): start-up, banner and verdict",
+            ),
+        ),
+    ),
+    (
+        "sustained-condition warnings",
+        (
+            ("AWAIT_WARN_MS", "ms", "max(r_await, w_await) above this ..."),
+            ("AWAIT_WARN_S", "s", "... for this long: the await warning"),
+            ("UTIL_WARN_PCT", "%", "%util above this ..."),
+            ("UTIL_WARN_S", "s", "... for this long: the %util warning"),
+            (
+                "LOW_BANDWIDTH_WARN_S",
+                "s",
+                "input-bound under `LOW_BANDWIDTH` for this long: the low-bandwidth warning",
+            ),
+        ),
+    ),
+    (
+        "node pressure (`/status`)",
+        (
+            ("AWAIT_SATURATED_MS", "ms", "await: saturated"),
+            ("UTIL_SATURATED", "%", "%util: saturated"),
+            ("AWAIT_BUSY_MS", "ms", "await: busy"),
+            ("UTIL_BUSY", "%", "%util: busy"),
+            ("NFS_RTT_SATURATED_MS", "ms", "NFS round trip: saturated"),
+            ("NFS_RTT_BUSY_MS", "ms", "NFS round trip: busy"),
+            ("MIN_IOPS", "1/s", "under this many requests per second an await is not judged"),
+            ("STALE_INTERVALS", "intervals", "a record older than this many intervals ..."),
+            ("STALE_MIN_S", "s", "... and this many seconds: `unknown`"),
+        ),
+    ),
+    (
+        "stability",
+        (
+            (
+                "VERDICT_HOLD_DEFAULT",
+                "intervals",
+                "`DISKINFO_VERDICT_HOLD`: another verdict decided this many times in a row is held",
+            ),
+            (
+                "WRAP_HINT_AFTER_S",
+                "s",
+                "a training command without loop figures this long: `not-wrapped`",
+            ),
+            (
+                "LOOP_START_COVER",
+                "share",
+                "the loop's first interval is judged only if the loop ran this share of it",
+            ),
+            (
+                "SUMMARY_INTERVAL_S_DEFAULT",
+                "s",
+                "`DISKINFO_SUMMARY_INTERVAL`: the `[Summary]` line's period",
+            ),
+        ),
+    ),
+)
+
+
+def markdown_table() -> str:
+    """The thresholds table of docs/verdicts.md, rendered from DOCUMENTED."""
+    lines = ["| threshold | value | unit | meaning |", "|---|---|---|---|"]
+    for group, rows in DOCUMENTED:
+        lines.append(f"| **{group}** | | | |")
+        for name, unit, meaning in rows:
+            lines.append(f"| `{name}` | {globals()[name]:.4g} | {unit} | {meaning} |")
+    return "\n".join(lines) + "\n"
 
 
 def env_number(name: str, default: float, minimum: float = 0.0) -> float:
@@ -117,3 +315,7 @@ def shown(value: float, threshold: float, decimals: int = 0) -> str:
 def pct(share: float, threshold: float) -> str:
     """A 0..1 share as a percentage that stays on its side of a 0..1 threshold: "19.8%"."""
     return shown(share * 100, threshold * 100) + "%"
+
+
+if __name__ == "__main__":  # python -m diskinfo.analyse.thresholds: the docs/verdicts.md table
+    print(markdown_table(), end="")

@@ -180,7 +180,7 @@ def _cpu_side(s: Signals) -> tuple[Cause, list[str]] | None:
     if wants is not None and wants >= t.PROC_SATURATED_PCT:
         cores = s.cpu_cores or 0
         each = f"{t.shown(wants, t.PROC_SATURATED_PCT)}% of a core each"
-        if (s.worker_cpu or 0) < wants - 5:  # a share of it went waiting for a CPU
+        if (s.worker_cpu or 0) < wants - t.CPU_WAIT_SHOWN_PCT:  # the rest went waiting for a CPU
             each += f" (gets {s.worker_cpu or 0:.0f}%: the host's other work takes the rest)"
         if cores and s.readers >= cores:  # no core left for another worker
             return Cause.CPU_SATURATED, [

@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 
+from diskinfo.analyse.thresholds import THROTTLED_SHARE
 from diskinfo.collectors import BaseCollector
 from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import CgroupIO, IntervalRecord
@@ -21,7 +22,6 @@ from diskinfo.sources.cgroup import LIMIT_KEYS, V1_LIMIT_FILES, Location
 from diskinfo.sources.procfile import ProcFile
 from diskinfo.sources.sysfs import SysFs
 
-THROTTLED_SHARE = 0.9  # a rate at >= 90% of its limit: the cgroup throttles this container
 LIMITS_S = 30.0  # limits change rarely (docker update, systemctl set-property): re-read this often
 # PSI's averages are recomputed every 2 s (the kernel's PSI_FREQ): a read in between gives
 # the same figures, for a syscall that costs as much cold as a sample's Python

@@ -1,0 +1,34 @@
+"""analyse/thresholds.py: every threshold the analysis compares with is a named constant there,
+and docs/verdicts.md's thresholds table is rendered from them (it cannot drift by hand)."""
+
+from __future__ import annotations
+
+import pytest
+
+from diskinfo.analyse import thresholds as t
+from tests.helpers.docs import generated
+
+
+def test_every_threshold_is_in_the_table():
+    constants = {
+        name
+        for name, value in vars(t).items()
+        if name.isupper() and isinstance(value, int | float) and not isinstance(value, bool)
+    }
+    documented = [name for _group, rows in t.DOCUMENTED for name, _unit, _meaning in rows]
+    assert len(documented) == len(set(documented))
+    assert constants == set(documented)
+
+
+def test_docs_thresholds_table_is_the_codes():
+    assert generated("verdicts.md", "thresholds table") == t.markdown_table(), (
+        "docs/verdicts.md is out of date: replace its thresholds table with the output of "
+        "`python -m diskinfo.analyse.thresholds`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "threshold", "text"), [(19.76, 20, "19.8"), (20.0, 20, "20"), (89.99, 90, "89.99")]
+)
+def test_shown_never_rounds_across_the_threshold(value, threshold, text):
+    assert t.shown(value, threshold) == text
