@@ -13,6 +13,8 @@ through a shuffle buffer, as webdataset's `.shuffle(n)`: batches mix shards, and
 differ. `train=False` reads in the packed order. Under DistributedDataParallel, `even="drop"`
 or `even="pad"` gives every consumer, and so every rank, the same number of samples per
 epoch, so no rank waits at the epoch's end for a batch another rank never sends.
+`state_dict`/`load_state_dict` let torchdata's StatefulDataLoader resume mid-epoch at the
+next sample.
 
 Samples are dicts the way `webdataset` yields them: `__key__`, `__url__` and one bytes value
 per member extension ("jpg", "json", "cls").
@@ -135,6 +137,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.seed = seed
         self.epoch = self.passes = 0
         self._begun = self._epoch_given = False  # see begin_pass
+        self._position: dict[str, int] | None = None  # of the pass in progress: state_dict
+        self._resume: dict[str, int] | None = None  # from load_state_dict, for the next pass
         self.rank, self.world_size = rank, world_size
 
     def __getstate__(self) -> dict[str, Any]:
@@ -191,15 +195,27 @@ class ShardDataset(torch.utils.data.IterableDataset):
         return (s for n, s in enumerate(every) if n % consumers == me)
 
     def __iter__(self) -> Iterator[Any]:
+        """Not a generator itself: the pass (its epoch, a resume) is settled when the
+        DataLoader asks for the iterator, which StatefulDataLoader does before it takes the
+        first state, and which it may do once for a finished epoch and throw away."""
         rank, world, worker, workers = consumer()
         if self.world_size is not None:
             rank, world = self.rank, self.world_size  # type: ignore[assignment]
         me, consumers = rank * workers + worker, world * workers
-        epoch = self.epoch + self.passes
+        where = {"rank": rank, "world_size": world, "worker": worker, "num_workers": workers}
+        epoch, skip = self.epoch + self.passes, 0
+        if self._resume is not None:
+            saved, self._resume = self._resume, None
+            if {k: saved[k] for k in where} != where:
+                raise ValueError(
+                    f"loader state saved by {_reader(saved)}, resumed by {_reader(where)}: "
+                    "resume with the same ranks and DataLoader workers"
+                )
+            epoch, skip = saved["epoch"], saved["yielded"]
         self.passes += 1
         order = self._order(epoch)
         shares = self._shares(order, consumers) if self.even is not None else None
-        if me == 0 and epoch == 0:
+        if me == 0 and epoch == 0 and not skip:
             self._warn_once(consumers, shares)
         stream = self._read(order, me, consumers)
         if shares is not None and self.even == "drop":  # everyone stops at the smallest share
@@ -215,8 +231,47 @@ class ShardDataset(torch.utils.data.IterableDataset):
         if self.shuffle_buffer:
             seed = f"{self.seed}/{epoch}/{rank}/{worker}"
             stream = buffer_shuffle(stream, self.shuffle_buffer, random.Random(seed))
+        # a resumed pass replays the same stream, untransformed, up to where it stopped
+        self._position = {**where, "epoch": epoch, "yielded": skip}
+        return self._yield(itertools.islice(stream, skip, None), self._position)
+
+    def _yield(self, stream: Iterator[Sample], position: dict[str, int]) -> Iterator[Any]:
+        """Counts a sample before handing it out: the state is taken while this generator
+        waits at the yield, after the batch's last sample has gone."""
         for sample in stream:
+            position["yielded"] += 1
             yield sample if self.transform is None else self.transform(sample)
+
+    def state_dict(self) -> dict[str, int]:
+        """Where this reader stands in its pass, for torchdata's StatefulDataLoader: it asks
+        every worker (or the main process, without workers) after each batch and keeps the
+        state that came with the last batch it handed out. The epoch, the samples handed out
+        and the reader's place among ranks and workers: a resume rebuilds the same shard
+        order and shuffle buffer (both seeded by these) and skips what was handed out."""
+        if self._position is not None:
+            return dict(self._position)
+        rank, world, worker, workers = consumer()
+        if self.world_size is not None:
+            rank, world = self.rank, self.world_size  # type: ignore[assignment]
+        return {
+            "rank": rank,
+            "world_size": world,
+            "worker": worker,
+            "num_workers": workers,
+            "epoch": self.epoch + self.passes,
+            "yielded": 0,
+        }
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """The next pass resumes where `state` (from `state_dict`) stopped, and later passes
+        count on from its epoch."""
+        keys = ("rank", "world_size", "worker", "num_workers", "epoch", "yielded")
+        if not isinstance(state, dict) or not all(
+            type(state.get(k)) is int and state[k] >= 0 for k in keys
+        ):
+            raise ValueError(f"not a ShardDataset state: {state!r:.200}")
+        self._resume = {k: state[k] for k in keys}
+        self.epoch, self.passes = state["epoch"], 0
 
     def _warn_once(self, consumers: int, shares: list[int] | None) -> None:
         """On the first epoch's first consumer only: fewer shards than readers, or `even`
@@ -258,3 +313,10 @@ def _pick(buf: list[Sample], rng: random.Random) -> Sample:
     k = rng.randrange(len(buf))
     buf[k], buf[-1] = buf[-1], buf[k]
     return buf.pop()
+
+
+def _reader(where: dict[str, int]) -> str:
+    return (
+        f"rank {where['rank']} of {where['world_size']}, "
+        f"worker {where['worker']} of {where['num_workers']}"
+    )
