@@ -5,23 +5,30 @@ atomically (write a temporary file, then rename) at most every `PUBLISH_INTERVAL
 counters are cumulative since the process started and include the phase in progress, so they
 never go down while the process lives; the monitor takes deltas and sums them over files.
 Readers must ignore keys they do not know; writers may add keys, never rename them.
+
+The state folder is writable by the training's user, and the monitor reads whatever is there:
+a file is read only if it is a regular file (no link, no FIFO: `fileio.read_regular`), at most
+STATE_CAP bytes, and every field must have its declared type (a string where a count belongs
+would otherwise reach diskinfo.log, escape sequences and all): anything else is skipped.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from diskinfo.fileio import write_atomic
+from diskinfo.fileio import read_regular, write_atomic
 
 STATE_DIR_ENV = "DISKINFO_STATE_DIR"
 SCHEMA = "diskinfo.loader/1"
 PUBLISH_INTERVAL_S = 0.5
 FILE_PREFIX = "loader-"
+STATE_CAP = 64 * 1024  # bytes: a state is about 300
 
 
 @dataclass
@@ -75,20 +82,41 @@ def decode(text: str) -> LoaderCounters:
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("diskinfo.loader/"):
         raise ValueError("not a diskinfo loader state")
     names = {f.name for f in fields(LoaderCounters)}
-    try:
-        counters = LoaderCounters(**{k: v for k, v in data.items() if k in names})
-        counters.pid = int(counters.pid)
-        counters.batches = int(counters.batches)
-        counters.samples = int(counters.samples)
-        counters.wait_s = float(counters.wait_s)
-        counters.step_s = float(counters.step_s)
-        counters.worker_errors = int(counters.worker_errors)
-        counters.updated = float(counters.updated)
-        counters.epochs = int(counters.epochs)
-        counters.start_wait_s = float(counters.start_wait_s)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"bad loader state: {exc}") from None
+    known = {k: v for k, v in data.items() if k in names}
+    if "pid" not in known:
+        raise ValueError("bad loader state: no pid")
+    for name, value in known.items():
+        if not _typed(name, value):
+            raise ValueError(f"bad loader state: {name} is not {_KINDS[name]}")
+    counters = LoaderCounters(**known)
+    for name in _FLOATS:
+        setattr(counters, name, float(getattr(counters, name)))
     return counters
+
+
+_INTS = ("pid", "batches", "samples", "worker_errors", "epochs")
+_FLOATS = ("wait_s", "step_s", "updated", "start_wait_s")
+_OPTIONAL_INTS = ("num_workers", "prefetch_factor")
+_OPTIONAL_BOOLS = ("pin_memory", "persistent_workers")
+_KINDS = {
+    **dict.fromkeys(_INTS, "a whole number"),
+    **dict.fromkeys(_FLOATS, "a finite number"),
+    **dict.fromkeys(_OPTIONAL_INTS, "a whole number or null"),
+    **dict.fromkeys(_OPTIONAL_BOOLS, "true, false or null"),
+}
+
+
+def _typed(name: str, value: object) -> bool:
+    """Whether a field holds its declared type (bool is no number here, as JSON has it)."""
+    if name in _OPTIONAL_BOOLS:
+        return value is None or isinstance(value, bool)
+    if value is None and name in _OPTIONAL_INTS:
+        return True
+    if isinstance(value, bool):
+        return False
+    if name in _FLOATS:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, int)
 
 
 def state_path(directory: Path, pid: int) -> Path:
@@ -119,14 +147,13 @@ def read_states(
         return states
     for entry in entries:
         try:
-            st = entry.stat()
+            st = entry.stat(follow_symlinks=False)
             key = (st.st_ino, st.st_size, st.st_mtime_ns)
             hit = cache.get(entry.name) if cache is not None else None
             if hit is not None and hit[0] == key:
                 counters = hit[1]
-            else:
-                with open(entry.path) as handle:
-                    counters = decode(handle.read())
+            else:  # a FIFO named loader-1.json must not block the monitor in open()
+                counters = decode(read_regular(entry.path, STATE_CAP).decode())
                 if cache is not None:
                     cache[entry.name] = (key, counters)
         except (OSError, ValueError):

@@ -15,6 +15,20 @@ from typing import Any
 SCHEMA = "diskinfo.interval/1"
 
 
+def utf8_text(text: str) -> str:
+    """`text` as valid UTF-8, which JSON needs: the bytes of a name the kernel handed over
+    undecodable (psutil and os decode with surrogateescape: a program named `caf\\xe9-reader`
+    in Latin-1) become `\\xNN` escapes, so a record holding it is still written."""
+    try:
+        text.encode()
+        return text
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a lone surrogate that no byte stands for
+            return text.encode("utf-8", "backslashreplace").decode()
+
+
 @dataclass
 class DeviceFigures:
     """The `iostat -x` set for one block device over one interval (rates per second)."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 
 from diskinfo import loader_state
+from diskinfo.record import utf8_text
 
 MAX_PROCESSES = 256
 TREE_RESCAN_S = 5.0  # a new worker set (each epoch without persistent_workers) shows within
@@ -120,11 +121,12 @@ class TreeReader:
                         read_bytes = rchar = 0
                     cpu = proc.cpu_times()
                     born = proc.create_time()
-                    name = proc.name()  # from the stat file cpu_times read (oneshot)
+                    # from the stat file cpu_times read (oneshot); names are the kernel's bytes
+                    name = utf8_text(proc.name())
                     static = self._static.get((proc.pid, born))
                     if static is None or static[0] != name:  # new, or exec'd another program
                         exec_seen = exec_seen or static is not None
-                        static = (name, " ".join(proc.cmdline())[:200])
+                        static = (name, utf8_text(" ".join(proc.cmdline()))[:200])
                         self._static[(proc.pid, born)] = static
                     out.append(
                         ProcSnapshot(

@@ -4,15 +4,20 @@ Encoded by orjson, which walks the record's dataclasses in C: the record is the 
 the monitor builds each interval, and the stdlib encoder (with a Python hook per dataclass)
 cost about 0.2 ms of a cold sample against orjson's 0.08 (benchmarks/results/overhead.md).
 NaN and infinities, which are not JSON, are written as null, as orjson always does.
+Text that is not UTF-8 (orjson refuses it, and with it the whole record) is cleaned where it
+is collected (`record.utf8_text`); should some source still hand it over, the record is
+written with that text escaped and the sink says so once, instead of losing every record.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from typing import Any, TextIO
 
 import orjson
 
-from diskinfo.record import IntervalRecord
+from diskinfo.record import IntervalRecord, utf8_text
 from diskinfo.sinks.rotating import RotatingFile
 
 FILENAME = "diskinfo.jsonl"
@@ -24,12 +29,43 @@ def encode(record: IntervalRecord) -> bytes:
     return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def _cleaned(value: Any) -> Any:
+    """A to_dict() tree with every string (keys too) made valid UTF-8."""
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, dict):
+        return {_cleaned(k): _cleaned(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cleaned(v) for v in value]
+    return value
+
+
 class JsonlSink:
-    def __init__(self, log_dir: str, max_bytes: int = MAX_BYTES, backups: int = 5) -> None:
+    def __init__(
+        self,
+        log_dir: str,
+        max_bytes: int = MAX_BYTES,
+        backups: int = 5,
+        stderr: TextIO | None = None,
+    ) -> None:
         self.file = RotatingFile(os.path.join(log_dir, FILENAME), max_bytes, backups)
+        self._stderr = stderr
+        self._warned = False
 
     def write(self, record: IntervalRecord) -> None:
-        self.file.write(encode(record))
+        try:
+            line = encode(record)
+        except orjson.JSONEncodeError as exc:
+            line = orjson.dumps(_cleaned(record.to_dict()), option=orjson.OPT_APPEND_NEWLINE)
+            if not self._warned:
+                self._warned = True
+                print(
+                    f"diskinfo: warning: {FILENAME}: a record held text that is not valid "
+                    f"({exc}); written with that text escaped (said once)",
+                    file=self._stderr or sys.stderr,
+                    flush=True,
+                )
+        self.file.write(line)
 
     def close(self) -> None:
         self.file.close()
