@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Slurm Prolog: keep new jobs off a node whose storage diskinfo reports as saturated.
+# Slurm Prolog: refuse a job at its start on a node whose storage diskinfo reports as saturated.
+#
+# Prefer healthcheck.py (HealthCheckProgram, docs/cluster.md): it drains with the reason in
+# words and resumes the node by itself once the storage is calm. This Prolog is the hard gate
+# for sites that must not start a single job on a saturated node, at a price: a Prolog that
+# exits non-zero drains the node with reason "Prolog error", which stays until an admin (or
+# nothing: the health check resumes only its own drains) runs
+# `scontrol update NodeName=... State=RESUME`, and the job is requeued only where requeue is on.
 #
 # slurm.conf:  Prolog=/etc/slurm/prolog.d/diskinfo.sh
-# When a Prolog exits non-zero, Slurm drains the node (reason "Prolog error") and requeues
-# the job elsewhere; resume the node with `scontrol update NodeName=... State=RESUME` or a
-# HealthCheckProgram that runs `diskinfo status --fail-on saturated`.
 #
 # Environment (all optional):
 #   DISKINFO                 the diskinfo command (default: diskinfo on PATH)
