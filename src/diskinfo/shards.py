@@ -26,9 +26,9 @@ import itertools
 import os
 import random
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch.utils.data
 
@@ -36,7 +36,11 @@ from diskinfo.pack import shardlist
 from diskinfo.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
 from diskinfo.tarstream import tar_members
 
+if TYPE_CHECKING:
+    from diskinfo.shard_mixing import Mixing
+
 Sample = dict[str, Any]
+Reader = Callable[[int], Iterable[Any]]  # shard index -> its items in stored order
 SHUFFLE_BUFFER = 1000  # samples, as in webdataset's examples: .shuffle(1000)
 _INITIAL = 100  # samples buffered before the first one is handed out
 
@@ -49,17 +53,20 @@ def split_name(name: str) -> tuple[str, str]:
     return (f"{head}/{stem}" if head else stem), ext.lower()
 
 
-def read_shard(path: str | Path) -> Iterator[Sample]:
-    """One sequential pass over a tar: consecutive members with one key form one sample."""
+def read_shard(path: str | Path, only: Sequence[str] | None = None) -> Iterator[Sample]:
+    """One sequential pass over a tar: consecutive members with one key form one sample.
+    `only`: the extensions whose bytes are read; the others' are skipped, not read."""
+    keep = None if only is None else (lambda name: split_name(name)[1] in only)
     current: Sample | None = None
-    for name, data in tar_members(path):
+    for name, data in tar_members(path, keep):
         key, ext = split_name(name)
         if current is not None and current["__key__"] != key:
             yield current
             current = None
         if current is None:
             current = {"__key__": key, "__url__": str(path)}
-        current[ext] = data
+        if data is not None:
+            current[ext] = data
     if current is not None:
         yield current
 
@@ -188,11 +195,47 @@ class ShardDataset(torch.utils.data.IterableDataset):
         total = sum(self.counts)
         return [total // consumers + (c < total % consumers) for c in range(consumers)]
 
-    def _read(self, order: list[int], me: int, consumers: int) -> Iterator[Sample]:
+    def _read(self, order: list[int], me: int, consumers: int, read: Reader) -> Iterator[Any]:
         if len(order) >= consumers:
-            return (s for i in order[me::consumers] for s in read_shard(self.shards[i]))
-        every = (s for i in order for s in read_shard(self.shards[i]))
+            return (s for i in order[me::consumers] for s in read(i))
+        every = (s for i in order for s in read(i))
         return (s for n, s in enumerate(every) if n % consumers == me)
+
+    def _samples(self, index: int) -> Iterator[Sample]:
+        return read_shard(self.shards[index])
+
+    def stream(
+        self, epoch: int, rank: int, world: int, worker: int, workers: int, read: Reader
+    ) -> Iterator[Any]:
+        """What one reader hands out in `epoch`, before the transform, with `read(i)` giving
+        shard i's items: samples for training, labels alone for `mixing`. One definition of
+        the order, so what `mixing` predicts is what the loader gives."""
+        me, consumers = rank * workers + worker, world * workers
+        order = self._order(epoch)
+        shares = self._shares(order, consumers) if self.even is not None else None
+        stream = self._read(order, me, consumers, read)
+        if shares is not None and self.even == "drop":  # everyone stops at the smallest share
+            stream = itertools.islice(stream, min(shares))
+        elif shares is not None:  # "pad": everyone reads the largest share, re-reading its own
+            if shares[me]:
+                again = itertools.chain.from_iterable(
+                    self._read(order, me, consumers, read) for _ in itertools.count()
+                )
+            else:  # fewer samples than consumers: pad from the whole set
+                again = itertools.cycle(self._read(order, 0, 1, read))
+            stream = itertools.islice(itertools.chain(stream, again), max(shares))
+        if self.shuffle_buffer:
+            seed = f"{self.seed}/{epoch}/{rank}/{worker}"
+            stream = buffer_shuffle(stream, self.shuffle_buffer, random.Random(seed))
+        return stream
+
+    def mixing(self, batch_size: int, num_workers: int = 0, label: str = "cls") -> Mixing:
+        """Distinct classes per batch that this dataset's DataLoader (`batch_size`,
+        `num_workers`) gives in the coming epoch, beside a fully shuffled loader's: read
+        from the `label` members alone (see diskinfo.shard_mixing)."""
+        from diskinfo.shard_mixing import mixing
+
+        return mixing(self, batch_size, num_workers, label)
 
     def __iter__(self) -> Iterator[Any]:
         """Not a generator itself: the pass (its epoch, a resume) is settled when the
@@ -213,24 +256,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 )
             epoch, skip = saved["epoch"], saved["yielded"]
         self.passes += 1
-        order = self._order(epoch)
-        shares = self._shares(order, consumers) if self.even is not None else None
         if me == 0 and epoch == 0 and not skip:
+            shares = self._shares(self._order(epoch), consumers) if self.even else None
             self._warn_once(consumers, shares)
-        stream = self._read(order, me, consumers)
-        if shares is not None and self.even == "drop":  # everyone stops at the smallest share
-            stream = itertools.islice(stream, min(shares))
-        elif shares is not None:  # "pad": everyone reads the largest share, re-reading its own
-            if shares[me]:
-                again = itertools.chain.from_iterable(
-                    self._read(order, me, consumers) for _ in itertools.count()
-                )
-            else:  # fewer samples than consumers: pad from the whole set
-                again = itertools.cycle(self._read(order, 0, 1))
-            stream = itertools.islice(itertools.chain(stream, again), max(shares))
-        if self.shuffle_buffer:
-            seed = f"{self.seed}/{epoch}/{rank}/{worker}"
-            stream = buffer_shuffle(stream, self.shuffle_buffer, random.Random(seed))
+        stream = self.stream(epoch, rank, world, worker, workers, self._samples)
         # a resumed pass replays the same stream, untransformed, up to where it stopped
         self._position = {**where, "epoch": epoch, "yielded": skip}
         return self._yield(itertools.islice(stream, skip, None), self._position)

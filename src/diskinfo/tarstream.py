@@ -23,7 +23,7 @@ import io
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -44,17 +44,21 @@ class ShardError(UserError, ValueError):
     raised before, so existing `except ValueError` handlers keep working."""
 
 
-def tar_members(path: str | Path) -> Iterator[tuple[str, bytes]]:
-    """(name, bytes) of each regular file, in stored order. Long names (pax `path`, GNU `L`)
-    and pax `size` are honoured; headers are checksummed; gzipped tars (`.tar.gz`, `.tgz`,
-    webdataset's TarWriter(compress=True)) are known by their magic bytes, whatever their name."""
+def tar_members(
+    path: str | Path, keep: Callable[[str], bool] | None = None
+) -> Iterator[tuple[str, bytes | None]]:
+    """(name, bytes) of each regular file, in stored order; (name, None) for a file `keep`
+    turns down, whose bytes are skipped unread (seeked over in a plain tar). Long names (pax
+    `path`, GNU `L`) and pax `size` are honoured; headers are checksummed; gzipped tars
+    (`.tar.gz`, `.tgz`, webdataset's TarWriter(compress=True)) are known by their magic bytes,
+    whatever their name."""
     with open(path, "rb", buffering=_BUFFER) as raw:
         gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
         reader = _Reader(path, gzipped, None if gzipped else os.fstat(raw.fileno()).st_size)
         try:
             with _maybe_gunzip(raw, gzipped) as fh:
                 reader.fh = fh
-                yield from reader.members()
+                yield from reader.members(keep)
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
             raise reader.error(f"damaged gzip data ({exc})") from None
 
@@ -96,7 +100,23 @@ class _Reader:
         self.offset += size
         return data
 
-    def members(self) -> Iterator[tuple[str, bytes]]:
+    def skip(self, size: int, what: str) -> None:
+        """Past `size` bytes without keeping them: a seek in a plain file (whose size bounds
+        it), reads of at most _CHUNK in a gzip stream."""
+        if self.file_size is not None:
+            if size > self.file_size - self.offset:
+                raise self.error(f"truncated in {what}", self.file_size)
+            self.fh.seek(size, 1)
+            self.offset += size
+            return
+        left = size
+        while left and (part := self.fh.read(min(left, _CHUNK))):
+            left -= len(part)
+        if left:
+            raise self.error(f"truncated in {what}", self.offset + size - left)
+        self.offset += size
+
+    def members(self, keep: Callable[[str], bool] | None) -> Iterator[tuple[str, bytes | None]]:
         long_name: str | None = None
         pax_size: int | None = None
         while True:
@@ -118,6 +138,12 @@ class _Reader:
                 raise self.error(f"member size {size} over the limit of {limit} bytes", start)
             if self.file_size is not None and size > (left := self.file_size - self.offset):
                 raise self.error(f"truncated: a member of {size} bytes, {left} left", start)
+            name = (long_name or _ustar_name(header)) if kind in _FILE_TYPES else ""
+            if keep is not None and kind in _FILE_TYPES and not keep(name):
+                self.skip(size + -size % BLOCK, "a member's data")
+                yield name, None
+                long_name = pax_size = None
+                continue
             data = self.read(size, "a member's data")
             if size % BLOCK:
                 self.read(BLOCK - size % BLOCK, "a member's padding")
@@ -128,7 +154,7 @@ class _Reader:
                 long_name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
             elif not meta:  # the member the pax and long-name headers before it describe
                 if kind in _FILE_TYPES:  # directories, links and devices hold no sample bytes
-                    yield long_name or _ustar_name(header), data
+                    yield name, data
                 long_name = pax_size = None
 
     def _size(self, header: bytes, start: int) -> int:

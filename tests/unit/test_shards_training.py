@@ -154,3 +154,36 @@ def test_even_needs_the_manifest(image_folder: Path, tmp_path: Path) -> None:
         ShardDataset(tars, even="drop")
     with pytest.raises(ValueError, match="even must be"):
         ShardDataset(tmp_path / "p", even="yes")
+
+
+@pytest.mark.parametrize(
+    ("shuffled", "workers", "world"), [(True, 2, 1), (False, 0, 1), (False, 2, 1), (True, 0, 2)]
+)
+def test_mixing_predicts_the_loaders_class_mix(
+    image_folder: Path, tmp_path: Path, shuffled: bool, workers: int, world: int
+) -> None:
+    """What `mixing` predicts from the labels alone is what the DataLoader gives, batch for
+    batch; and the fully shuffled figure is what a shuffled file loader gives."""
+    pack(image_folder, tmp_path / "p", shards=16, **({} if shuffled else {"shuffle_seed": None}))
+    buffer = None if shuffled else 0
+    real = []
+    for rank in range(world):
+        ds = ShardDataset(
+            tmp_path / "p", transform=label, shuffle_buffer=buffer, rank=rank, world_size=world
+        )
+        loader = torch.utils.data.DataLoader(
+            ds, batch_size=BATCH, num_workers=workers, drop_last=True
+        )
+        real += [len(set(labels.tolist())) for labels in loader]
+    ds = ShardDataset(tmp_path / "p", shuffle_buffer=buffer, rank=0, world_size=world)
+    predicted = ds.mixing(BATCH, num_workers=workers)
+    assert predicted.batches == len(real)
+    assert predicted.distinct == pytest.approx(sum(real) / len(real))
+    gen = torch.Generator().manual_seed(1)
+    files = distinct_per_batch(
+        torch.utils.data.DataLoader(
+            FileDataset(image_folder), batch_size=BATCH, shuffle=True, generator=gen
+        )
+    )
+    assert predicted.shuffled == pytest.approx(files, rel=0.02)
+    assert predicted.ratio >= 0.9 if shuffled else predicted.ratio < 0.5, predicted

@@ -1,0 +1,75 @@
+"""How mixed a ShardDataset's batches are: distinct classes per batch, beside what a fully
+shuffled loader (every batch a uniform draw from the whole set) gives for the same classes.
+
+Shards trade random reads for a coarser shuffle: a batch mixes only the shards one reader has
+open and what its shuffle buffer holds. This predicts the mix without reading a sample's
+bytes: the `cls` members alone are read (the others are skipped, seeked over in a plain tar),
+and the dataset's own stream (shard order, dealing, even=, shuffle buffer, all seeded) is run
+on the labels. A DataLoader's batch comes whole from one worker, so batches are cut from each
+reader's stream; only full batches are counted, as with drop_last.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import TYPE_CHECKING, NamedTuple
+
+from diskinfo.shards import consumer, read_shard
+
+if TYPE_CHECKING:
+    from diskinfo.shards import ShardDataset
+
+
+class Mixing(NamedTuple):
+    distinct: float  # classes per batch, averaged over this loader's full batches
+    shuffled: float  # the same for a fully shuffled loader over the same samples
+    batches: int  # full batches counted
+
+    @property
+    def ratio(self) -> float:
+        return self.distinct / self.shuffled if self.shuffled else 1.0
+
+
+def mixing(ds: ShardDataset, batch_size: int, num_workers: int = 0, label: str = "cls") -> Mixing:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be 1 or more, got {batch_size}")
+    labels = [[s.get(label) for s in read_shard(path, only=(label,))] for path in ds.shards]
+    if any(value is None for shard in labels for value in shard):
+        raise ValueError(f"samples without a {label!r} member: the class mix needs labels")
+    world = ds.world_size if ds.world_size is not None else consumer()[1]
+    workers = max(1, num_workers)
+    epoch = ds.epoch + ds.passes
+    counts: list[int] = []
+    for rank in range(world):
+        for worker in range(workers):
+            batch: set[bytes] = set()
+            filled = 0
+            for value in ds.stream(epoch, rank, world, worker, workers, labels.__getitem__):
+                batch.add(value)
+                filled += 1
+                if filled == batch_size:
+                    counts.append(len(batch))
+                    batch, filled = set(), 0
+    classes = Counter(value for shard in labels for value in shard)
+    shuffled = expected_distinct(list(classes.values()), batch_size)
+    distinct = sum(counts) / len(counts) if counts else 0.0
+    return Mixing(distinct, shuffled, len(counts))
+
+
+def expected_distinct(class_sizes: list[int], batch_size: int) -> float:
+    """Distinct classes in a batch drawn uniformly without replacement (hypergeometric):
+    the sum over classes of the chance that a class appears at all."""
+    total = sum(class_sizes)
+    if batch_size > total:
+        return float(len(class_sizes))
+    log_all = _log_choose(total, batch_size)
+    absent = [
+        math.exp(_log_choose(total - n, batch_size) - log_all) if total - n >= batch_size else 0.0
+        for n in class_sizes
+    ]
+    return sum(1.0 - p for p in absent)
+
+
+def _log_choose(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
