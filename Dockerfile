@@ -124,7 +124,11 @@ RUN --mount=type=bind,source=docker/build/user-venv,target=/usr/local/bin/user-v
 # refused instead of shadowing the tested one; an empty PIP_CONSTRAINT overrides (docs/image.md).
 RUN --mount=type=bind,source=docker/build/stack-constraints,target=/usr/local/bin/stack-constraints \
     stack-constraints "$VIRTUAL_ENV" /etc/pip/constraint.txt
-ENV PIP_CONSTRAINT=/etc/pip/constraint.txt
+# pip and requests read the system store, as curl, git and apt do, so the CA that
+# CA_BUNDLE_FILE adds there at start (init.d/15-ca.sh) reaches all of them.
+ENV PIP_CONSTRAINT=/etc/pip/constraint.txt \
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+    REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 # Configs and scripts, last: they change most often. validate-cuda is its package plus a
 # launcher beside it (banner.py imports the package's driver table); host tools stay out.
 # supervisord.conf is a template: supervisord-run.py writes the running config, with a fresh

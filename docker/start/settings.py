@@ -207,6 +207,7 @@ CHECKS: dict[str, Callable[[str], str]] = {
     "LOG_DIR": lambda v: absolute("LOG_DIR", v),
     "DISKINFO_STATE_DIR": lambda v: absolute("DISKINFO_STATE_DIR", v),
     "SSH_HOST_KEY_DIR": lambda v: absolute("SSH_HOST_KEY_DIR", v),
+    "CA_BUNDLE_FILE": lambda v: absolute("CA_BUNDLE_FILE", v),
 }
 
 

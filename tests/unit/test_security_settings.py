@@ -64,6 +64,7 @@ def test_numbers_come_back_canonical():
         ("JUPYTER_ENABLE", "maybe", "1 or 0"),
         ("METRICS_ADDR", "everywhere", "IP address"),
         ("LOG_DIR", "logs", "absolute path"),
+        ("CA_BUNDLE_FILE", "proxy-ca.pem", "absolute path"),
         ("JUPYTER_TOKEN", "", "never runs without a token"),
         ("JUPYTER_ARGS", "--ServerApp.tornado_settings=disable_check_xsrf=1", "XSRF"),
         ("NB_USER", "Bad Name", "plain user name"),
