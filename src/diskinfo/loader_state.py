@@ -19,7 +19,7 @@ import math
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from diskinfo.fileio import read_regular, write_atomic
@@ -50,6 +50,9 @@ class LoaderCounters:
     # without persistent_workers starts its workers again at every epoch
     epochs: int = 0
     start_wait_s: float = 0.0
+    # NVML UUIDs of the CUDA devices the process uses (empty until it initialises CUDA): the
+    # monitor judges the GPUs the training uses, not the node's most idle one
+    gpu_uuids: list[str] = field(default_factory=list)
 
 
 def iterated(c: LoaderCounters) -> bool:
@@ -98,11 +101,13 @@ _INTS = ("pid", "batches", "samples", "worker_errors", "epochs")
 _FLOATS = ("wait_s", "step_s", "updated", "start_wait_s")
 _OPTIONAL_INTS = ("num_workers", "prefetch_factor")
 _OPTIONAL_BOOLS = ("pin_memory", "persistent_workers")
+_TEXT_LISTS = ("gpu_uuids",)
 _KINDS = {
     **dict.fromkeys(_INTS, "a whole number"),
     **dict.fromkeys(_FLOATS, "a finite number"),
     **dict.fromkeys(_OPTIONAL_INTS, "a whole number or null"),
     **dict.fromkeys(_OPTIONAL_BOOLS, "true, false or null"),
+    **dict.fromkeys(_TEXT_LISTS, "a list of strings"),
 }
 
 
@@ -110,6 +115,8 @@ def _typed(name: str, value: object) -> bool:
     """Whether a field holds its declared type (bool is no number here, as JSON has it)."""
     if name in _OPTIONAL_BOOLS:
         return value is None or isinstance(value, bool)
+    if name in _TEXT_LISTS:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if value is None and name in _OPTIONAL_INTS:
         return True
     if isinstance(value, bool):

@@ -133,8 +133,21 @@ class GpuFigures:
     pcie_rx_mb_s: float = 0.0
     pcie_tx_mb_s: float = 0.0
     power_w: float = 0.0
-    samples: int = 0
+    samples: int = 0  # utilisation samples (0: none, e.g. a MIG-enabled or lost GPU)
     bursts: int = 0  # busy runs separated by idle gaps within the interval
+    uuid: str = ""
+    # whether the training command's tree uses it (docs/gpu.md): None where nothing could
+    # tell (records from before the field, or no hint at all), judged as every GPU was before
+    training: bool | None = None
+    training_by: str = ""  # the hint that decided it: wrapper, nvml-pids, visible-devices, memory
+    state: str = ""  # "" while sampled; "no-utilisation" (MIG), "lost" (fell off the bus)
+
+
+def training_gpus(gpus: list[GpuFigures] | None) -> list[GpuFigures]:
+    """The GPUs a verdict, a summary or a mean speaks for: those the training uses (or not known
+    to be unused) whose utilisation is read. A GPU nobody in the training uses is shown, as
+    unused, and never judged: one busy GPU of eight is a busy node, not a 12% busy one."""
+    return [g for g in gpus or [] if g.training is not False and not g.state]
 
 
 @dataclass
@@ -193,6 +206,7 @@ class LoaderFigures:
     samples: int = 0  # samples in those batches (leading dimension; 0: not countable)
     epochs: int = 0  # epochs (iterators) started in the interval
     start_wait_s: float = 0.0  # of wait_s: waiting for those epochs' first batches
+    gpu_uuids: list[str] = field(default_factory=list)  # CUDA devices the processes use
 
 
 class _Word(str, Enum):

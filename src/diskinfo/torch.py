@@ -143,6 +143,7 @@ class _Meter:
             updated=time.time(),
             epochs=self.epochs,
             start_wait_s=self.start_wait_s,
+            gpu_uuids=cuda_device_uuids(),
             **self.settings,
         )
 
@@ -174,6 +175,25 @@ class _Meter:
     def close(self) -> None:
         self._stop.set()
         self.publish()
+
+
+def cuda_device_uuids() -> list[str]:
+    """NVML's UUIDs ("GPU-...") of the CUDA devices this process uses (its current device and any
+    holding its memory): the monitor judges those GPUs and no others. Read only once the process
+    has initialised CUDA itself: initialising it here would put a context on a GPU the training
+    may not use and break fork-started DataLoader workers."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return []
+        cuda = torch.cuda
+        used = {cuda.current_device()} | {
+            i for i in range(cuda.device_count()) if cuda.memory_reserved(i) > 0
+        }
+        uuids = [str(cuda.get_device_properties(i).uuid) for i in sorted(used)]
+    except Exception:  # a driver error must never reach the training loop
+        return []
+    return [u if u.startswith(("GPU-", "MIG-")) else f"GPU-{u}" for u in uuids]
 
 
 _meter_lock = threading.Lock()

@@ -175,6 +175,9 @@ def full_record(secret: str = "", **over: Any) -> IntervalRecord:
                 pcie_tx_mb_s=1,
                 power_w=300,
                 samples=20,
+                uuid="GPU-6c8b7a4e-0000-0000-0000-000000000000",
+                training=True,
+                training_by="wrapper",
             )
         ],
         cpu=HostFigures(

@@ -97,9 +97,16 @@ class _FakeNvml:
     def __init__(self):
         self.handles = [object()]
         self.names = ["fake"]
+        self.uuids = ["GPU-fake"]
         self.n = 0
 
-    def sample(self, index, with_pcie=False):
+    def utilisation_samples(self, index):
+        raise RuntimeError("no driver samples: polled")
+
+    def processes(self, index):
+        return None
+
+    def sample(self, index, with_pcie=False, with_util=True):
         self.n += 1
         return GpuSample(
             t=time.monotonic(),

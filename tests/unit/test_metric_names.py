@@ -101,6 +101,7 @@ PINNED = [  # (name, kind, labels)
     ("diskinfo_gpu_pcie_tx_bytes_per_second", "gauge", "gpu,name"),
     ("diskinfo_gpu_power_watts", "gauge", "gpu,name"),
     ("diskinfo_gpu_samples", "gauge", "gpu,name"),
+    ("diskinfo_gpu_training", "gauge", "gpu,name"),
     ("diskinfo_host_cpu_busy_ratio", "gauge", ""),
     ("diskinfo_host_cpu_iowait_ratio", "gauge", ""),
     ("diskinfo_host_cpus", "gauge", ""),

@@ -321,7 +321,7 @@ def test_a_run_the_jsonl_rotated_through_is_reported_whole(
     last = after_run(t0=1_800_100_000.0)
     for rec in last:
         rec.started = 1_800_099_990.0
-    sink = JsonlSink(str(tmp_path), max_bytes=40_000, backups=5)  # the monitor's own rotation
+    sink = JsonlSink(str(tmp_path), max_bytes=44_000, backups=5)  # the monitor's own rotation
     for rec in early + long + last:
         sink.write(rec)
     sink.close()

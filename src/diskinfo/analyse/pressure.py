@@ -24,7 +24,13 @@ from diskinfo.analyse.thresholds import (
     UTIL_BUSY,
     UTIL_SATURATED,
 )
-from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures, VerdictName
+from diskinfo.record import (
+    DeviceFigures,
+    IntervalRecord,
+    NfsFigures,
+    VerdictName,
+    training_gpus,
+)
 
 STATUS_SCHEMA = "diskinfo.status/1"
 
@@ -126,6 +132,7 @@ def status_document(record: IntervalRecord | None, now: float) -> dict[str, Any]
     record's figures only (never environment, command lines or warnings text), so nothing
     secret can leak into it."""
     pressure = node_pressure(record, now)
+    u = [g.util_mean for g in training_gpus(record.gpus)] if record is not None else []
     doc: dict[str, Any] = {
         "schema": STATUS_SCHEMA,
         "version": __version__,
@@ -141,9 +148,8 @@ def status_document(record: IntervalRecord | None, now: float) -> dict[str, Any]
         interval_s=round(record.elapsed_s, 3),
         verdict=record.verdict.verdict if record.verdict else None,
         data_wait_share=record.loader.wait_share if record.loader else None,
-        gpu_util_mean=(
-            sum(g.util_mean for g in record.gpus) / len(record.gpus) if record.gpus else None
-        ),
+        gpu_util_mean=(sum(u) / len(u) if u else None),
+        gpus_unused=[g.index for g in record.gpus or [] if g.training is False],
         devices=[
             {
                 "device": d.device,

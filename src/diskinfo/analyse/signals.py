@@ -21,6 +21,7 @@ from diskinfo.record import (
     IntervalRecord,
     LoaderFigures,
     ProcessIO,
+    training_gpus,
 )
 
 
@@ -49,9 +50,12 @@ def _busiest(tops: list[DeviceFigures]) -> DeviceFigures | None:
 
 
 def most_starved(gpus: list[GpuFigures] | None) -> GpuFigures | None:
-    if not gpus:
+    """Of the training's GPUs (`record.training_gpus`), the one waiting most: a DDP run is as
+    fast as its slowest rank. GPUs the training does not use never speak for it."""
+    judged = training_gpus(gpus)
+    if not judged:
         return None
-    return max(gpus, key=lambda g: (g.idle_fraction, g.pulsing, -g.util_mean))
+    return max(judged, key=lambda g: (g.idle_fraction, g.pulsing, -g.util_mean))
 
 
 def _mean_cpu(procs: list[ProcessIO], role: str, wanted: bool = False) -> float | None:
@@ -109,7 +113,7 @@ class Signals:
 
     share: float | None  # data-wait share of step time, None without loop figures
     loop_active: bool | None  # None without loop figures
-    gpu: GpuFigures | None  # the most starved GPU (None: no GPU figures)
+    gpu: GpuFigures | None  # the training's most starved GPU (None: none judged)
     disk: DeviceFigures | None  # busiest_device(record)
     bandwidth: DeviceBaseline | None
     host: HostFigures | None
@@ -209,7 +213,7 @@ def signals(
         severity=severity_of(share),
         gpu_starved=gpu is not None
         and (gpu.idle_fraction >= t.GPU_STARVED_IDLE_FRACTION or gpu.pulsing >= t.GPU_PULSING),
-        gpu_in_use=any(g.util_max >= t.GPU_IN_USE_PCT for g in record.gpus or []),
+        gpu_in_use=any(g.util_max >= t.GPU_IN_USE_PCT for g in training_gpus(record.gpus)),
         reading=disk_reading(disk),
         fits=fits_in_ram(record.cpu),
         cpu_busy=cpu_busy,

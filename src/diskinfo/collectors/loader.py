@@ -49,6 +49,8 @@ def interval_figures(
                 fig.persistent_workers = cur.persistent_workers
                 fig.prefetch_factor = cur.prefetch_factor
     fig.processes = active
+    # every live process's devices, idle ones too: a rank between epochs still owns its GPU
+    fig.gpu_uuids = sorted({u for c in current.values() for u in c.gpu_uuids})
     busy = fig.wait_s + fig.step_s
     fig.wait_share = fig.wait_s / busy if busy > 0 else 0.0
     fig.batches_s = fig.batches / elapsed_s if elapsed_s > 0 else 0.0

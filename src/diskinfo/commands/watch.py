@@ -69,10 +69,10 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         collectors.append(NfsCollector(nfs))
     collectors += [
         CgroupCollector(watched),  # the container's own I/O on those devices
-        GpuCollector(),
         HostCollector(watched.paths),
         ProcsCollector(args.pid_file),
         LoaderCollector(),
+        GpuCollector(),  # after those two: their PIDs and UUIDs say which GPUs are the training's
     ]
 
     # --console verdicts is for `docker logs`: a few lines, printed unless --echo never

@@ -17,7 +17,7 @@ from typing import Any
 
 from diskinfo.analyse.signals import busiest_device
 from diskinfo.analyse.tally import VerdictTally
-from diskinfo.record import IntervalRecord, LoaderFigures
+from diskinfo.record import IntervalRecord, LoaderFigures, training_gpus
 
 
 def loop_seconds(loader: LoaderFigures) -> float:
@@ -27,9 +27,10 @@ def loop_seconds(loader: LoaderFigures) -> float:
 
 
 def gpu_util(record: IntervalRecord) -> float | None:
-    if not record.gpus:
+    gpus = training_gpus(record.gpus)
+    if not gpus:
         return None
-    return sum(g.util_mean for g in record.gpus) / len(record.gpus)
+    return sum(g.util_mean for g in gpus) / len(gpus)
 
 
 def wait_share(record: IntervalRecord) -> float | None:
@@ -60,8 +61,9 @@ class Summary:
     disk_r_await_ms: float | None  # read-weighted, as iostat over the whole run
     disk_util: float | None
     gpu_util: float | None
-    gpus: int
+    gpus: int  # the training's GPUs (record.training_gpus), most in one interval
     warnings: dict[str, int] = field(default_factory=dict)
+    gpus_seen: int = 0  # every GPU NVML listed, the training's and the unused
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -113,6 +115,7 @@ def summarise(records: Sequence[IntervalRecord], name: str = "") -> Summary:
         disk_r_await_ms=(sum(w * d.r_s * d.r_await for w, d in disks) / reads if reads else None),
         disk_util=_weighted([(w, d.util) for w, d in disks]),
         gpu_util=_weighted(gpu),
-        gpus=max((len(r.gpus) for r in records if r.gpus), default=0),
+        gpus=max((len(training_gpus(r.gpus)) for r in records), default=0),
         warnings=dict(warnings),
+        gpus_seen=max((len(r.gpus) for r in records if r.gpus), default=0),
     )

@@ -56,10 +56,14 @@ def render(s: Summary) -> str:
             f"r_await {_num(s.disk_r_await_ms, ' ms')}, "
             f"util {_num(s.disk_util, '%', 0)}"
         )
+    unused = s.gpus_seen - s.gpus
     out.append(
         f"GPU: {_num(s.gpu_util, '%', 0)} mean utilisation over {s.gpus} GPU(s)"
+        + (f" of the training ({unused} more unused, not judged)" if unused > 0 else "")
         if s.gpu_util is not None
         else "GPU: no figures in this run (no GPU or no NVML)"
+        if not s.gpus_seen
+        else f"GPU: the training used none of the {s.gpus_seen} GPU(s) seen"
     )
     for text, count in sorted(s.warnings.items(), key=lambda kv: -kv[1])[:5]:
         out.append(f"warning ({counted(count, 'interval')}): {text}")

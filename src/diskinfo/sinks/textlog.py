@@ -21,7 +21,7 @@ from typing import TextIO
 
 from diskinfo.analyse.tally import VerdictTally
 from diskinfo.analyse.thresholds import summary_interval_s
-from diskinfo.record import CgroupIO, DeviceFigures, IntervalRecord, NfsFigures
+from diskinfo.record import CgroupIO, DeviceFigures, GpuFigures, IntervalRecord, NfsFigures
 from diskinfo.sinks.jsonl import FILENAME as JSONL
 from diskinfo.sinks.rotating import RotatingFile
 
@@ -77,14 +77,26 @@ def cgroup_line(fig: CgroupIO) -> str:
     return line
 
 
+def gpu_line(g: GpuFigures) -> str:
+    """One GPU's figures; a GPU the training does not use says so (it is never judged)."""
+    head = f"[GPU] {g.index} {g.name}"
+    if g.training is False:
+        head += " (unused by the training)"
+    if g.state == "lost":
+        return f"{head}: lost (fell off the bus), no figures"
+    mem = f"mem={g.mem_used_mb:.0f}MB"
+    if g.state == "no-utilisation":
+        return f"{head}: utilisation not supported (MIG), {mem} power={g.power_w:.0f}W"
+    return (
+        f"{head}: util mean={g.util_mean:.0f}% min={g.util_min:.0f}% "
+        f"idle={g.idle_fraction * 100:.0f}% pulsing={g.pulsing:.2f} {mem} "
+        f"pcie rx={g.pcie_rx_mb_s:.0f}MB/s tx={g.pcie_tx_mb_s:.0f}MB/s power={g.power_w:.0f}W"
+    )
+
+
 def verdict_lines(record: IntervalRecord) -> list[str]:
     """GPU, processes and the data loader: per-interval figures behind the verdict."""
-    out = [
-        f"[GPU] {g.index} {g.name}: util mean={g.util_mean:.0f}% min={g.util_min:.0f}% "
-        f"idle={g.idle_fraction * 100:.0f}% pulsing={g.pulsing:.2f} mem={g.mem_used_mb:.0f}MB "
-        f"pcie rx={g.pcie_rx_mb_s:.0f}MB/s tx={g.pcie_tx_mb_s:.0f}MB/s power={g.power_w:.0f}W"
-        for g in record.gpus or []
-    ]
+    out = [gpu_line(g) for g in record.gpus or []]
     # who reads most, as the line shows it (to 0.01 MB/s); among equals, who uses most CPU:
     # with the data in the page cache or in RAM, the busy process is the one to see
     readers = sorted(

@@ -248,6 +248,7 @@ GPU_GAUGES: dict[str, tuple[str, float, str]] = {
     "pcie_tx_mb_s": ("diskinfo_gpu_pcie_tx_bytes_per_second", MIB, "PCIe bytes from the GPU"),
     "power_w": ("diskinfo_gpu_power_watts", 1, "Mean power draw"),
     "samples": ("diskinfo_gpu_samples", 1, "NVML samples taken"),
+    "training": ("diskinfo_gpu_training", 1, "1: the training uses it, 0: unused, not judged"),
 }
 _register(GPU_GAUGES, "gauge", ", latest interval", GPU, "GPU")
 
