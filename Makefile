@@ -43,7 +43,8 @@ PYTEST ?= $(PY) -m pytest
 PYTEST_ARGS ?=
 
 .PHONY: build run demo test lint clean dev test-unit test-system test-image test-cuda wheelhouse \
-	stand-in-base stand-in stand-in-check stand-in-wheel constraints constraints-check
+	stand-in-base stand-in stand-in-check stand-in-wheel constraints constraints-check \
+	nvml-stand-in
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -82,8 +83,16 @@ clean:
 # The whole stack: unit tests, this machine's kernel, the image in real containers, the CUDA stack.
 test: test-unit test-system test-image test-cuda
 
-test-system: dev
+test-system: dev nvml-stand-in
 	$(PYTEST) tests/system $(PYTEST_ARGS)
+
+# An NVML for machines without a GPU: nvidia-ml-py loads it through LD_LIBRARY_PATH and it
+# answers from a scenario file (docs/gpu.md). The tests build it too when it is missing.
+NVML_STAND_IN := build/nvml-stand-in/libnvidia-ml.so.1
+nvml-stand-in: $(NVML_STAND_IN)
+$(NVML_STAND_IN): tests/nvml-stand-in/libnvidia-ml.c
+	mkdir -p $(@D)
+	gcc -shared -fPIC -O2 -Wall -Wextra -o $@ $< -lm
 
 # --- the image -------------------------------------------------------------------------------
 # BuildKit can only bind-mount what is in the build context, at a fixed place: stage
