@@ -115,3 +115,44 @@ def data_and_logs(directory: Path, data_mb: int) -> Iterator[tuple[Path, str, Pa
         logs.mkdir()
         os.chmod(logs, 0o777)  # the monitor runs as the unprivileged user
         yield mnt, dev, logs
+
+
+class ReadCap:
+    """A cgroup whose processes' reads on one device are capped at `read_iops`: cgroup v1's
+    blkio where it is mounted (as on this machine), else cgroup v2's io.max (a Debian 12 host's
+    default). A loop device charges its reads to the reader's group, so a cap on the device
+    under a loop makes each read of the loop wait, as on a disk at its IOPS limit."""
+
+    V2 = Path("/sys/fs/cgroup")
+
+    def __init__(self, name: str, devno: str, read_iops: int) -> None:
+        if (Blkio.ROOT / "cgroup.procs").exists():
+            self.path = Blkio(name, devno, read_iops).path
+            return
+        subtree = self.V2 / "cgroup.subtree_control"
+        if "io" not in subtree.read_text().split():
+            subtree.write_text("+io\n")
+        self.path = self.V2 / name
+        self.path.mkdir(exist_ok=True)
+        (self.path / "io.max").write_text(f"{devno} riops={read_iops}\n")
+
+    @classmethod
+    def available(cls) -> bool:
+        if os.geteuid() != 0:
+            return False
+        if (Blkio.ROOT / "cgroup.procs").exists():
+            return True
+        controllers = cls.V2 / "cgroup.controllers"
+        return controllers.exists() and "io" in controllers.read_text().split()
+
+    def add(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(f"{pid}\n")
+
+    def remove(self) -> None:
+        """Back to the parent group with any process left, then gone."""
+        with contextlib.suppress(OSError):
+            for pid in (self.path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    (self.path.parent / "cgroup.procs").write_text(pid)
+        with contextlib.suppress(OSError):
+            self.path.rmdir()

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.loopdev import Blkio, ext4_loop
+from tests.helpers.loopdev import ReadCap, ext4_loop
 from tests.helpers.net import free_port, wait_for_port, wait_until
 from tests.helpers.wecom import EXPIRED, WeCom
 
@@ -60,7 +60,7 @@ pytestmark = [
         reason="needs Debian's prometheus and prometheus-alertmanager",
     ),
     pytest.mark.skipif(
-        not (Blkio.ROOT / "cgroup.procs").exists(), reason="needs cgroup v1 blkio to slow reads"
+        not ReadCap.available(), reason="needs cgroup v1 blkio or v2 io to slow reads"
     ),
 ]
 
@@ -195,7 +195,7 @@ def test_a_slow_disk_reaches_wecom_once_and_its_end_too(slow_disk, tmp_path: Pat
     run.mkdir()
     env = dict(os.environ, DISKINFO_STATE_DIR=str(run / "state"))
     daemons = Daemons(run)
-    blkio = Blkio(f"diskinfo-alert-{os.getpid()}", backing, read_iops=READ_IOPS)
+    cap = ReadCap(f"diskinfo-alert-{os.getpid()}", backing, read_iops=READ_IOPS)
     stop = run / "stop"
     secret_file = run / "wecom-secret"
     secret_file.write_text(SECRET + "\n")
@@ -246,7 +246,7 @@ scrape_configs:
             reader = daemons.start(
                 "reader", [sys.executable, "-c", READER, f"{mnt}/data.bin", str(stop)], env=env
             )
-            blkio.add(reader.pid)
+            cap.add(reader.pid)
             loaded = time.monotonic()
             firing = wait_until(
                 lambda: [c for c in wecom.contents() if "Resolved" not in c],
@@ -306,4 +306,4 @@ scrape_configs:
         finally:
             stop.touch()
             daemons.stop()
-            blkio.remove()
+            cap.remove()

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.loopdev import Blkio, ext4_loop
+from tests.helpers.loopdev import ReadCap, ext4_loop
 from tests.helpers.net import free_port, wait_until
 
 HEALTHCHECK = ROOT / "monitoring/slurm/healthcheck.py"
@@ -55,7 +55,7 @@ pytestmark = [
     ),
     pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm"),
     pytest.mark.skipif(
-        not (Blkio.ROOT / "cgroup.procs").exists(), reason="needs cgroup v1 blkio to cap reads"
+        not ReadCap.available(), reason="needs cgroup v1 blkio or v2 io to cap reads"
     ),
 ]
 
@@ -235,7 +235,7 @@ def test_a_saturated_node_gets_no_new_jobs_until_its_storage_calms(nodes, tmp_pa
     cluster = Cluster(tmp_path / "slurm", nodes)
     hot = nodes[HOT]
     fio = None
-    capped: Blkio | None = None
+    capped: ReadCap | None = None
     ids: list[str] = []
     try:
         # calm: every node takes jobs
@@ -253,7 +253,7 @@ def test_a_saturated_node_gets_no_new_jobs_until_its_storage_calms(nodes, tmp_pa
         subprocess.run(fill, check=True, capture_output=True)
         # fio reads flat out in a cgroup whose reads on the lower device are capped: the data
         # device is at its limit whatever the CPU does on this shared machine
-        capped = Blkio(f"diskinfo-slurm-{os.getpid()}", hot.lower, read_iops=READ_IOPS)
+        capped = ReadCap(f"diskinfo-slurm-{os.getpid()}", hot.lower, read_iops=READ_IOPS)
         fio_cmd = ("fio --name=load --filename={} --size=32M --rw=randread --bs=4k --direct=1 "
                    "--ioengine=libaio --iodepth=8 --numjobs=2 --time_based --runtime=120 "
                    "--output-format=terse").format(hot.mnt / "load")  # fmt: skip
