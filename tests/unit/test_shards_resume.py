@@ -80,8 +80,8 @@ def steps(ckpt: Path) -> int:
 
 def launch(dest: Path, rank: int, world: int, workers: int, ckpt: Path) -> subprocess.Popen:
     code = (
-        "import sys; from tests.unit.test_shards_resume import train; "
-        f"train({str(dest)!r}, {rank}, {world}, {workers}, {str(ckpt)!r}, 0.02)"
+        "from tests.unit.test_shards_resume import train; "
+        f"train({str(dest)!r}, {rank}, {world}, {workers}, {str(ckpt)!r}, 0.03)"
     )
     src = Path(diskinfo.__file__).parents[1]  # the diskinfo under test, wherever it is
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT}"}
@@ -136,9 +136,11 @@ def test_killed_training_resumes_at_the_next_sample(
     per_epoch = SAMPLES // world // BATCH
     rng = random.Random(f"{workers}/{world}")
     ckpts = [tmp_path / f"rank-{rank}.pkl" for rank in range(world)]
-    # three kills per rank: in the first epoch, at its end, in the second
+    # three kills per rank: in the first epoch, at its end, in the second; the last one 8
+    # steps (240 ms) before the end, so that a busy machine still kills before it finishes
+    last = 2 * per_epoch - 8
     plans = {
-        c: [rng.randrange(1, per_epoch - 1), per_epoch, rng.randrange(per_epoch + 1, 2 * per_epoch)]
+        c: [rng.randrange(1, per_epoch - 1), per_epoch, rng.randrange(per_epoch + 1, last)]
         for c in ckpts
     }
     for kill in range(3):
