@@ -81,3 +81,12 @@ def test_report_png_beside_a_users_jsonl_is_written_as_that_user(open_tmp_path):
     (logs / "diskinfo.jsonl").write_text("")
     done = _diskinfo("report", str(logs / "diskinfo.jsonl"), "--no-png")
     assert f"running as uid {USER}, the owner of {logs}" in done.stderr, done
+
+
+def test_tune_drops_before_it_imports_the_users_code(open_tmp_path):
+    """The user's Dataset factory is the user's code: it never runs as root for their folder."""
+    users = open_tmp_path / "users"
+    users.mkdir()
+    os.chown(users, USER, USER)
+    done = _diskinfo("tune", "planted:factory", "--out", str(users / "tune"), "--budget", "1")
+    assert done.stderr.startswith(f"diskinfo: running as uid {USER}, the owner of {users}"), done
