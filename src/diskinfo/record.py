@@ -266,6 +266,7 @@ class Cause(_Word):
     NO_WORKERS = "no-workers", VerdictName.INPUT_CPU
     FEW_WORKERS = "few-workers", VerdictName.INPUT_CPU
     CPU_UNEXPLAINED = "cpu-unexplained", VerdictName.INPUT_CPU
+    CPU_CONTENTION = "cpu-contention", VerdictName.INPUT_CPU
     STEP = "step", VerdictName.COMPUTE_BOUND
     NO_STEP = "no-step", VerdictName.IDLE
     GPU_IDLE = "gpu-idle", VerdictName.IDLE

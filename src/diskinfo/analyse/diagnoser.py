@@ -73,6 +73,9 @@ class Diagnoser:
         self._training_s = 0.0
         self._loop_seen = False  # has the loop's first interval been judged or said "starting"?
         self._noted: set[str] = set()
+        # contention is held with two thresholds: a neighbour's load that ebbs for a moment
+        # leaves the run-queue wait between them, and the cause stays
+        self._contended = False
 
     def _hold(self, key: str, condition: bool, elapsed: float) -> float:
         if condition:
@@ -91,7 +94,9 @@ class Diagnoser:
         elapsed = record.elapsed_s
         # the training command's age: counted while its processes run, reset when they end
         self._training_s = self._training_s + elapsed if record.procs else 0.0
-        own = decide(record, baselines, self._training_s if record.procs else None)
+        floor = t.CONTENTION_LEAVE_SHARE if self._contended else t.CONTENTION_WAIT_SHARE
+        own = decide(record, baselines, self._training_s if record.procs else None, floor)
+        self._contended = own.cause == Cause.CPU_CONTENTION
         own = self._loop_start(record, own)
         cause = Cause(own.cause)
         self._latest[cause] = own

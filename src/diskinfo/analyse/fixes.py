@@ -236,6 +236,16 @@ FASTER_STEP = Fix(
     "`torch.compile`, a larger batch; without one, the step runs on the CPU",
     _step_fix,
 )
+CONTENTION = Fix(
+    "CPUs no other work takes (`--cpuset-cpus`, Kubernetes' static CPU manager), the "
+    "neighbours capped (`--cpus`), or another node; never more workers",
+    lambda s: (
+        "give this job CPUs no other work takes: pin it and its neighbours to separate cores "
+        "(docker run --cpuset-cpus; Kubernetes: the static CPU manager with a Guaranteed pod), "
+        "cap the neighbours (--cpus), or move the job to a less loaded node; more DataLoader "
+        "workers would only queue for the same cores"
+    ),
+)
 WRAP = Fix(
     "wrap the DataLoader the loop iterates with `diskinfo.torch.watch`",
     lambda s: wrap_fix(s.wrapped_not_iterated),
@@ -256,6 +266,7 @@ FIXES: dict[Cause, tuple[Fix, ...]] = {
     Cause.NO_WORKERS: _CPU,
     Cause.FEW_WORKERS: _CPU,
     Cause.CPU_UNEXPLAINED: _CPU,
+    Cause.CPU_CONTENTION: (CONTENTION, CHEAPER),  # the neighbour's load is the limit
     Cause.STEP: (FASTER_STEP,),
     Cause.NO_STEP: (),
     Cause.GPU_IDLE: (),

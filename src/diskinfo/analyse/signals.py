@@ -70,6 +70,16 @@ def _mean_cpu(procs: list[ProcessIO], role: str, wanted: bool = False) -> float 
     return sum(values) / len(values) if values else None
 
 
+def run_queue_wait(procs: list[ProcessIO]) -> tuple[float, float] | None:
+    """(share of the wanted CPU time spent waiting for a core, % of one core wanted) over the
+    training processes and their workers; None when they want too little to judge."""
+    loop = [p for p in procs if p.role in ("main", "worker")]
+    wanted = sum(p.cpu_percent + p.cpu_wait_percent for p in loop)
+    if wanted < t.CONTENTION_MIN_WANTED_PCT:
+        return None
+    return sum(p.cpu_wait_percent for p in loop) / wanted, wanted
+
+
 def read_caps(c: CgroupIO) -> list[str]:
     """The cgroup read limits `c` reads at or near ("read_iops", "read_bps"): throttled, or
     within CAP_NEAR_SHARE of the limit (an epoch boundary dips under the throttled line while

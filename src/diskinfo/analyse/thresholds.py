@@ -28,6 +28,13 @@ PROC_SATURATED_PCT = 80.0  # one loader process, percent of one core: it compute
 # the rest (said in the cause's words)
 CPU_WAIT_SHOWN_PCT = 5.0
 IOWAIT_HIGH_PCT = 10.0
+# contention: the training processes (main and workers) spent this share of the time they
+# wanted a core runnable but waiting for one (/proc/PID/schedstat) while the host was
+# CPU_SATURATED_PCT busy and this container below that share of its own cores: the host's
+# other work takes the CPU. Held until the share falls under CONTENTION_LEAVE_SHARE.
+CONTENTION_WAIT_SHARE = 0.25
+CONTENTION_LEAVE_SHARE = 0.10
+CONTENTION_MIN_WANTED_PCT = 20.0  # less wanted than this (% of one core): too little to judge
 CPU_QUIET_PCT = 30.0  # below this, with a quiet disk and nothing else to judge by: idle
 
 # --- disk ---
@@ -137,6 +144,22 @@ DOCUMENTED: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
                 "a worker getting this much less than it wants: the host's work takes the rest",
             ),
             ("IOWAIT_HIGH_PCT", "%", "host iowait: a weak disk sign"),
+            (
+                "CONTENTION_WAIT_SHARE",
+                "share",
+                "training processes waiting for a core this share of the time they want one, "
+                "host saturated, this container not: `cpu-contention`",
+            ),
+            (
+                "CONTENTION_LEAVE_SHARE",
+                "share",
+                "a held `cpu-contention` stays until the wait share falls under this",
+            ),
+            (
+                "CONTENTION_MIN_WANTED_PCT",
+                "% of a core",
+                "training processes wanting less CPU than this: no contention to judge",
+            ),
             ("CPU_QUIET_PCT", "%", "under this, with a quiet disk and no training command: `idle`"),
         ),
     ),

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
+from diskinfo.analyse.contention import contention
 from diskinfo.analyse.fixes import SHM_FIX, cap_words, fixes_for, mb
 from diskinfo.analyse.signals import Signals, signals
 from diskinfo.record import Cause, IntervalRecord, Verdict
@@ -331,14 +332,21 @@ def decide(
     record: IntervalRecord,
     baselines: Mapping[str, DeviceBaseline],
     training_s: float | None = None,
+    contention_floor: float = t.CONTENTION_WAIT_SHARE,
 ) -> Verdict:
-    """One verdict for one interval; a pure function of the record, the stored baselines and
-    how long the training command has run (None: not known, as if for a while)."""
+    """One verdict for one interval; a pure function of the record, the stored baselines,
+    how long the training command has run (None: not known, as if for a while) and the
+    run-queue wait share that makes contention (lower while contention is held: Diagnoser)."""
     s = signals(record, baselines, training_s)
     ev = evidence(s)
     gpu_idle = s.gpu is None or s.gpu.util_mean < t.GPU_IDLE_MEAN_PCT
+    contended = contention(s, contention_floor) if s.share is not None else []
 
-    if s.share is not None:
+    if contended:
+        # moderately input-bound is enough: while starved the step waits for a core too,
+        # and the data-wait share falls (8% starved, 40% fed, under the same neighbour)
+        input_bound = s.severity in ("high", "moderate")
+    elif s.share is not None:
         input_bound = s.severity == "high" or (s.severity == "moderate" and s.gpu_starved)
     elif s.loop_active is False:
         input_bound = False
@@ -348,7 +356,9 @@ def decide(
     else:
         input_bound = False
 
-    if input_bound:
+    if input_bound and contended:
+        cause, summary = Cause.CPU_CONTENTION, "; ".join(contended)
+    elif input_bound:
         cause, why = cause_of(s)
         summary = "; ".join(why)
         if s.share is None:
