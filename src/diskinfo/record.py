@@ -304,6 +304,15 @@ class Verdict:
         return Verdict(**{**self.__dict__, **changes})
 
 
+@dataclass(frozen=True)
+class CommandEnd:
+    """How the training command ended (the image's run-train.sh writes its exit status beside
+    the PID file): for the run's closing line, never part of a record."""
+
+    code: int
+    ran_s: float | None  # from its start (the PID file written) to its end
+
+
 @dataclass
 class IntervalRecord:
     """Everything the monitor knows about one interval."""
@@ -328,6 +337,10 @@ class IntervalRecord:
     # counted when no process iterates one (`loader` is then None): the loop runs another
     # loader, e.g. the one Accelerate's `prepare` built from the wrapped one
     wrapped_not_iterated: int = 0
+    # the training command's line (the PID file's process; else the first process that
+    # publishes loop figures), at most 200 characters, values of options named like secrets
+    # (--token=..., --api-key ...) replaced by ***: `diskinfo report` names each run by it
+    command: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -239,3 +239,18 @@ def test_two_runs_into_one_logs_folder_are_two_runs_to_report(container, tmp_pat
     out = report.logs()
     assert "/workspace/logs/diskinfo.jsonl holds 2 runs" in out, out
     assert "A: run 1" in out and "B: run 2" in out, out
+
+
+def test_a_failed_command_ends_on_its_failure_not_on_a_fix(container):
+    """A training command that died in `pip install` (exit 1 after 5 s) ended docker logs on
+    "first fix to try: wrap the DataLoader ...": the [Run] line now says the command failed."""
+    running = container(
+        "bash", "-c", "sleep 6; echo 'ERROR: No matching distribution'; exit 1",
+        env={"DISKINFO_INTERVAL": "2"},
+    )  # fmt: skip
+    assert running.wait(timeout=120) == 1, running.logs()[-2000:]
+    logs = running.logs()
+    run = [line for line in logs.splitlines() if "[Run]" in line]
+    assert len(run) == 1, logs[-3000:]
+    assert "| the training command failed: exit status 1 after " in run[0], run[0]
+    assert "first fix to try" not in run[0], run[0]

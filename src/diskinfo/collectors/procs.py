@@ -30,7 +30,7 @@ from diskinfo.collectors.proctree import (
     TreeReader,
     live_publishers,
 )
-from diskinfo.record import IntervalRecord, ProcessIO
+from diskinfo.record import CommandEnd, IntervalRecord, ProcessIO
 
 ROLE_ORDER = {"launcher": 0, "main": 1, "worker": 2, "helper": 3, "child": 4}
 # multiprocessing's trackers, and torch.compile's pool of compile workers (busy while it
@@ -239,6 +239,41 @@ def settle(
     return adjusted, left
 
 
+SECRET_WORDS = ("token", "key", "secret", "password", "passwd")
+
+
+def command_line(cmdline: str) -> str:
+    """A command line to keep in the JSONL: the values of options named like secrets
+    (`--api-key=X`, `--token X`) replaced by ***, so a log shared for help leaks none."""
+    words = cmdline.split()
+    for i, word in enumerate(words):
+        name, eq, _value = word.partition("=")
+        if not word.startswith("-") or not any(w in name.lower() for w in SECRET_WORDS):
+            continue
+        if eq:
+            words[i] = f"{name}=***"
+        elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+            words[i + 1] = "***"
+    return " ".join(words)
+
+
+def command_end(pid_file: str) -> CommandEnd | None:
+    """The exit status the image's run-train.sh writes to `train/exit` beside the PID file,
+    when it is this command's (written after the PID file); None while it runs, or outside
+    the image."""
+    pid = Path(pid_file)
+    exit_file = pid.parent / "train" / "exit"
+    try:
+        started, ended = pid.stat().st_mtime, exit_file.stat().st_mtime
+        if ended < started:
+            return None  # an earlier command's
+        with open(exit_file, encoding="ascii", errors="replace") as f:
+            code = int(f.read(16).strip())
+    except (OSError, ValueError):
+        return None
+    return CommandEnd(code, ended - started)
+
+
 class ProcsCollector(BaseCollector):
     """Rates of the training command's process tree, from `--pid-file`, and of the trees of
     the processes that publish loader figures."""
@@ -262,6 +297,11 @@ class ProcsCollector(BaseCollector):
         # quiet: the first fill says what is wrong with the file, if that lasts
         if (root := self._root(quiet=True)) is not None and psutil.pid_exists(root):
             self._seen = root
+
+    def ended(self) -> CommandEnd | None:
+        """How the training command ended, where the image records it (None: running, or
+        not known)."""
+        return command_end(self.pid_file) if self.pid_file is not None else None
 
     def _written_since_start(self) -> bool:
         """A PID file written while this monitor ran names a command that ran in that time."""
@@ -304,6 +344,10 @@ class ProcsCollector(BaseCollector):
             self._previous = {}
             return
         roles = assign_roles(tree, root if root is not None else -1, loops)
+        named = next((p for p in tree if p.pid == root), None) or next(
+            (p for p in tree if p.pid in loops and roles.get(p.pid) == "main"), None
+        )
+        record.command = command_line(named.cmdline) if named is not None else ""
         previous, self._owed = settle(self._owed, self._previous, tree)
         record.procs = process_rates(previous, tree, roles, record.elapsed_s, time.time())
         self._previous = {p.key: p for p in tree}

@@ -21,6 +21,7 @@ from diskinfo.report import (
     summarise,
 )
 from diskinfo.report.plot import NoMatplotlib, plot
+from diskinfo.report.runs import command_label
 from diskinfo.sinks.jsonl import MAX_BYTES
 from diskinfo.units import format_size
 
@@ -39,6 +40,12 @@ class Picked:
 BY_NAME = ("last", "all")  # --run values that pick in every file; the others pick by number
 
 
+def run_name(n: int, records: list[IntervalRecord]) -> str:
+    """ "run 3" with its training command beside the number: "run 3: python train.py ..."."""
+    command = command_label(records)
+    return f"run {n}: {command}" if command else f"run {n}"
+
+
 def pick(files: list[tuple[Path, list[list[IntervalRecord]]]], spec: str) -> list[Picked]:
     """--run (lower case): `last` (each file's last run), `all` (each file whole), or, in one
     file, a run `N` or two `A,B` to compare (numbers from 1, `prev` and `last` by name).
@@ -51,7 +58,7 @@ def pick(files: list[tuple[Path, list[list[IntervalRecord]]]], spec: str) -> lis
                 whole = [rec for one in runs for rec in one]
                 out.append(Picked(name, whole, path, None, len(runs)))
             else:
-                name = f"{path} (run {len(runs)})" if len(runs) > 1 else str(path)
+                name = f"{path} ({run_name(len(runs), runs[-1])})" if len(runs) > 1 else str(path)
                 out.append(Picked(name, runs[-1], path, len(runs), len(runs)))
         return out
     if len(files) != 1:
@@ -68,9 +75,15 @@ def pick(files: list[tuple[Path, list[list[IntervalRecord]]]], spec: str) -> lis
         raise UserError(f"--run {spec}: the same run twice; name two runs to compare")
     if len(numbers) == 1:
         return [
-            Picked(f"{path} (run {numbers[0]})", runs[numbers[0] - 1], path, numbers[0], len(runs))
+            Picked(
+                f"{path} ({run_name(numbers[0], runs[numbers[0] - 1])})",
+                runs[numbers[0] - 1],
+                path,
+                numbers[0],
+                len(runs),
+            )
         ]
-    return [Picked(f"run {n}", runs[n - 1], path, n, len(runs)) for n in numbers]
+    return [Picked(run_name(n, runs[n - 1]), runs[n - 1], path, n, len(runs)) for n in numbers]
 
 
 def _run_number(token: str, count: int, path: Path) -> int:

@@ -67,10 +67,11 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
     nfs = watched.nfs_mountpoints()
     if nfs:
         collectors.append(NfsCollector(nfs))
+    procs = ProcsCollector(args.pid_file)
     collectors += [
         CgroupCollector(watched),  # the container's own I/O on those devices
         HostCollector(watched.paths),
-        ProcsCollector(args.pid_file),
+        procs,
         LoaderCollector(),
         GpuCollector(),  # after those two: their PIDs and UUIDs say which GPUs are the training's
     ]
@@ -80,7 +81,12 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
         args.echo == "auto" and (sys.stdout.isatty() or args.console == "verdicts")
     )
     sinks: list[Sink] = [
-        TextLogSink(args.log_dir, echo=sys.stdout if to_stdout else None, console=args.console),
+        TextLogSink(
+            args.log_dir,
+            echo=sys.stdout if to_stdout else None,
+            console=args.console,
+            command_end=procs.ended,
+        ),
         JsonlSink(args.log_dir),
         HeartbeatSink(args.interval),
         VerdictFileSink(),  # what a notebook shows below its training cell

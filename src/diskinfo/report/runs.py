@@ -85,6 +85,16 @@ def split_runs(records: Sequence[IntervalRecord]) -> list[list[IntervalRecord]]:
     return runs
 
 
+COMMAND_WIDTH = 48  # a label beside a run's number, not the whole line
+
+
+def command_label(records: Sequence[IntervalRecord]) -> str:
+    """The run's training command, shortened to COMMAND_WIDTH characters; "" when no record
+    names one (a monitor without a training command, or records older than the field)."""
+    command = next((r.command for r in records if r.command), "")
+    return command if len(command) <= COMMAND_WIDTH else command[: COMMAND_WIDTH - 3] + "..."
+
+
 TAIL_BYTES = 1 << 16  # more than one record's line (about 4 kB with a training job's figures)
 
 

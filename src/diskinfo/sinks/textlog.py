@@ -17,11 +17,19 @@ import collections
 import os
 import re
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from diskinfo.analyse.tally import VerdictTally
 from diskinfo.analyse.thresholds import summary_interval_s
-from diskinfo.record import CgroupIO, DeviceFigures, GpuFigures, IntervalRecord, NfsFigures
+from diskinfo.record import (
+    CgroupIO,
+    CommandEnd,
+    DeviceFigures,
+    GpuFigures,
+    IntervalRecord,
+    NfsFigures,
+)
 from diskinfo.sinks.jsonl import FILENAME as JSONL
 from diskinfo.sinks.rotating import RotatingFile
 
@@ -188,16 +196,25 @@ class VerdictLog:
         self._reset()
         return line
 
-    def closing(self, jsonl: str) -> str | None:
+    def closing(self, jsonl: str, end: CommandEnd | None = None) -> str | None:
         """The run in one line, for the end of `docker logs`: a run shorter than the summary
-        interval otherwise ends on its first verdict, often `unknown` (the loop's start)."""
-        if self.run.total_s <= 0:
+        interval otherwise ends on its first verdict, often `unknown` (the loop's start). A
+        training command that failed is said instead of a fix: its fault, not its input,
+        ended the run (a `pip install` that failed had it propose wrapping the DataLoader)."""
+        if self.run.total_s <= 0 and end is None:
             return None
         shares = list(self.run.shares().items())
-        held = ", ".join(f"{v} {share * 100:.0f}%" for v, share in shares[:3])
+        held = ", ".join(f"{v} {share * 100:.0f}%" for v, share in shares[:3]) or "no interval"
         more = f" (+{len(shares) - 3} more)" if len(shares) > 3 else ""
         top = self.run.top_fix()
         fix = f" | first fix to try: {top[1]}" if top else ""
+        if end is not None and end.code != 0:
+            after = f" after {_minutes(end.ran_s)}" if end.ran_s is not None else ""
+            logs = os.path.join(os.path.dirname(jsonl), "train.log")
+            fix = (
+                f" | the training command failed: exit status {end.code}{after} (its output: "
+                f"{logs}, docker logs)"
+            )
         return (
             f"[Run] {_minutes(self.run.total_s)} watched: {held}{more}{fix} | a report with a "
             f"timeline: diskinfo report {jsonl}"
@@ -234,6 +251,7 @@ class TextLogSink:
         echo: TextIO | None = None,
         console: str = "full",
         summary_s: float | None = None,
+        command_end: Callable[[], CommandEnd | None] | None = None,
     ) -> None:
         if console not in CONSOLES:
             raise ValueError(f"console must be one of {', '.join(CONSOLES)}, got {console!r}")
@@ -243,6 +261,7 @@ class TextLogSink:
         self.echo = echo  # e.g. sys.stdout; None: file only
         self.console = console
         self.verdicts = VerdictLog(summary_s)
+        self._command_end = command_end  # how the training command ended, for the [Run] line
         self._warned: set[str] = set()
 
     def _console_lines(self, told: list[str], warnings: list[str]) -> list[str]:
@@ -282,7 +301,8 @@ class TextLogSink:
             self.echo = None  # stdout closed: keep logging to the file
 
     def close(self) -> None:
-        line = self.verdicts.closing(os.path.join(os.path.dirname(self._where), JSONL))
+        end = self._command_end() if self._command_end is not None else None
+        line = self.verdicts.closing(os.path.join(os.path.dirname(self._where), JSONL), end)
         if line is not None:
             self._put(time.time(), [line], [line], [])
         self.file.close()
