@@ -16,46 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.nvml_stand_in import environment, library
+from tests.helpers.nvml_stand_in import TRAIN, environment, library
 
 pytestmark = pytest.mark.system
 
 RUN_S = 10.0
 INTERVAL_S = 2  # two pulses of a 1 s cycle per interval: pulsing needs busy and idle twice
 H100 = 'name="NVIDIA H100 80GB HBM3" mem_total_mb=81559'
-
-# A loop whose batches take `wait` of each wall-clock second to arrive and whose step takes
-# the rest, lined up with the stand-in's pattern (phase from the Unix epoch): the GPU runs
-# while the loop steps and idles while it waits.
-TRAIN = r"""
-import sys, time
-from pathlib import Path
-import diskinfo.torch
-
-Path(sys.argv[1]).write_text(str(__import__("os").getpid()))
-Path("/proc/self/comm").write_text("trainer")  # what the scenario's processes= names
-wait, seconds = float(sys.argv[2]), float(sys.argv[3])
-
-def until(phase):
-    now = time.time()
-    time.sleep((phase - now % 1.0) % 1.0 or 1.0)
-
-def batches():
-    while True:
-        if wait >= 0.01:
-            until(wait)  # the data arrives `wait` into each second
-        yield 0
-
-end = time.monotonic() + seconds
-for _ in diskinfo.torch.watch(batches()):
-    if time.monotonic() > end:
-        break
-    if wait >= 0.01:
-        until(0.0)  # the step runs to the end of the second
-    else:
-        time.sleep(0.2)
-sys.exit(int(sys.argv[4]))
-"""
 
 
 @pytest.fixture(scope="module")
