@@ -17,8 +17,9 @@
  *     samples_error=3          nvmlDeviceGetSamples returns this (a driver keeping no samples)
  *     lost_after_s=5           every call about this GPU returns GPU_IS_LOST (15) from this
  *                              many seconds after nvmlInit in the calling process
- *     processes=python,1234    running processes: a number is a PID, a word every process
- *                              whose /proc/PID/comm is that word (in this /proc's namespace)
+ *     processes=python,1234    running processes: a number is a PID, `self` the calling
+ *                              process, a word every process whose /proc/PID/comm is that
+ *                              word (in this /proc's namespace)
  *     process_mb=2000          memory each listed process uses
  *
  * Utilisation is computed as NVML defines it: the share of time a kernel ran over the last
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int nvmlReturn_t;
 enum {
@@ -413,6 +415,10 @@ static int pids_of(const gpu_t *g, unsigned int *pids, int max) {
     int n = 0;
     for (int i = 0; i < g->nprocs && n < max; i++) {
         const char *want = g->processes[i];
+        if (!strcmp(want, "self")) {
+            pids[n++] = (unsigned int)getpid();
+            continue;
+        }
         if (isdigit((unsigned char)want[0])) {
             pids[n++] = (unsigned int)atoi(want);
             continue;
