@@ -28,6 +28,7 @@ FORBIDDEN = (
     "identity_provider",
     "authorizer",
     "allow_unauthenticated",
+    "authenticate",  # authenticate_prometheus=False: /metrics without the token
     "login_handler",
     "logout_handler",
     "config",

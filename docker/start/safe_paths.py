@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import secrets
 import stat
 import sys
 from collections.abc import Iterator
@@ -32,6 +33,16 @@ PROJECT_LOG = re.compile(
 )
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_HOPS = 40
+# The system's own trees (FHS): a folder in them is never handed to NB_USER, whatever its
+# state, nor one made inside them (LOG_DIR=/etc/sshd_config.d would give NB_USER a place
+# that a root program reads). /var/tmp is the one place under /var meant for anyone.
+SYSTEM_TREES = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
+    "/root", "/sbin", "/sys", "/usr", "/var",
+)  # fmt: skip
+OPEN_TREES = ("/var/tmp",)
+# folders everyone's things live in: only a folder of one's own below them
+SHARED = ("/", "/home", "/run", "/tmp", "/var/tmp", "/dev/shm")
 
 
 class Refused(Exception):
@@ -120,11 +131,55 @@ def _kind(mode: int) -> str:
     return "a device"
 
 
+def _under(path: str, trees: tuple[str, ...]) -> bool:
+    return any(path == tree or path.startswith(tree + "/") for tree in trees)
+
+
+def _mount_points(mountinfo: str = "/proc/self/mountinfo") -> set[str]:
+    with open(mountinfo) as f:  # field 5: the mount point, octal-escaped
+        return {
+            line.split()[4].encode().decode("unicode_escape") for line in f if line.count(" ") > 4
+        }
+
+
+def refuse_system_dir(
+    real: str, st: os.stat_result | None, dir_fd: int | None, parent: os.stat_result | None = None
+) -> None:
+    """Refused unless `real` (links resolved) is a folder root may hand to NB_USER: never in
+    the system's own trees, never a folder everyone shares (/, /tmp, /run, /home, a sticky
+    one), and never an existing folder of root's with something in it unless it is a mount
+    point (the operator's choice) or sits in a folder of NB_USER's (`parent`: NB_USER could
+    replace it anyway). What that leaves: new folders, NB_USER's own, and empty or mounted ones
+    outside the system (/workspace/logs, /run/diskinfo, /scratch/logs, a volume)."""
+    if real in SHARED or (_under(real, SYSTEM_TREES) and not _under(real, OPEN_TREES)):
+        raise Refused(
+            f"{real} is a system directory: use a folder of its own, e.g. under /workspace"
+        )
+    if st is None or dir_fd is None:
+        return
+    if st.st_mode & stat.S_ISVTX:
+        raise Refused(f"{real} is a shared directory (sticky, as /tmp): use a folder of its own")
+    if st.st_uid != 0 or (parent is not None and parent.st_uid != 0) or real in _mount_points():
+        return
+    if os.listdir(dir_fd):
+        raise Refused(
+            f"{real} is a directory of root's with files in it, not a mount point: use a folder"
+            " of its own (it is handed to NB_USER)"
+        )
+
+
 def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
-    """Descriptor of directory `path` owned by uid:gid; a link or file in its place is replaced."""
+    """Descriptor of directory `path` owned by uid:gid; a link or file in its place is replaced.
+    Never a system directory (refuse_system_dir)."""
     parent_path, name = os.path.split(path.rstrip("/"))
+    if name in ("", ".", ".."):
+        raise Refused(f"{path} must name a directory")
+    refuse_system_dir(os.path.realpath(path), None, None)  # before making any parent
     parent = open_dir(parent_path or "/", create=True)
     try:
+        real = os.path.join(os.readlink(f"/proc/self/fd/{parent}"), name)
+        refuse_system_dir(real, None, None)
+        parent_st = os.fstat(parent)
         try:
             st = os.stat(name, dir_fd=parent, follow_symlinks=False)
         except FileNotFoundError:
@@ -145,6 +200,11 @@ def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
     finally:
         os.close(parent)
     st = os.fstat(fd)
+    try:
+        refuse_system_dir(real, st, fd, parent_st)
+    except Refused:
+        os.close(fd)
+        raise
     if (st.st_uid, st.st_gid) != (uid, gid):
         os.fchown(fd, uid, gid)
     if st.st_mode & 0o700 != 0o700:
@@ -183,17 +243,17 @@ def prepare_logs(path: str, uid: int, gid: int) -> list[str]:
     notes: list[str] = []
     fd = _own_dir(path, uid, gid, notes)
     try:
-        probe = ".write-test"
+        # a name nobody planted, so only the file made here is removed again (a fixed name
+        # that was a directory stopped every start)
+        probe = f".write-test-{secrets.token_hex(8)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=fd))
-        except FileExistsError:
-            os.unlink(probe, dir_fd=fd)
+            os.close(os.open(probe, flags, 0o600, dir_fd=fd))
         except OSError as exc:
             raise Refused(
                 f"{path} is not writable ({exc.strerror}); mount a writable directory there"
             ) from None
-        else:
-            os.unlink(probe, dir_fd=fd)
+        os.unlink(probe, dir_fd=fd)
         given = 0
         for name in sorted(os.listdir(fd)):
             if not PROJECT_LOG.fullmatch(name):

@@ -13,6 +13,7 @@ the entrypoint to export; DISKINFO_PATHS' entries go NUL-separated to the file n
 from __future__ import annotations
 
 import argparse
+import grp
 import ipaddress
 import os
 import pwd
@@ -33,6 +34,15 @@ UID_MAX = 2**31 - 1
 MANAGED_USER_FILE = "/var/lib/pytorch-cuda/nb-user"
 IMAGE_UID = 1000  # the Dockerfile's NB_UID: the account start-up renames and renumbers
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+# Groups that can read or change part of the system (in the image: shadow reads /etc/shadow,
+# adm and utmp the system's logs, _ssh runs ssh-agent setgid, staff writes /var/local, mail
+# /var/mail; the others by their Debian and Ubuntu meaning). As NB_USER's primary group, every
+# service, terminal and training command would hold it. Other groups (dialout, gid 20, is a
+# Mac's `id -g`) grant nothing here and stay accepted.
+PRIVILEGED_GROUPS = frozenset(
+    {"root", "adm", "disk", "kmem", "mail", "shadow", "staff", "sudo", "wheel", "tty", "utmp",
+     "_ssh", "ssh", "crontab", "systemd-journal", "docker", "lxd", "sys", "operator"}
+)  # fmt: skip
 PATHS_HELP = (
     "absolute paths separated by ':' (e.g. /workspace/data:/workspace/my data); a value"
     " without ':' whose space-separated words all start with '/' is read as that list"
@@ -92,6 +102,9 @@ def address(name: str, value: str) -> str:
 
 def path_list(value: str) -> list[str]:
     """DISKINFO_PATHS' entries: ':'-separated; the old space-separated form when unambiguous."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        # a newline is not a separator: every log and the monitor's list are line-based
+        raise Bad(f"DISKINFO_PATHS holds a control character (a newline?), got {value!r}")
     words = value.split()
     if ":" not in value and len(words) > 1 and all(w.startswith("/") for w in words):
         parts = words
@@ -151,6 +164,21 @@ def uid(value: str) -> str:
     return canonical
 
 
+def gid(value: str, lookup: Callable[[int], grp.struct_group] = grp.getgrgid) -> str:
+    canonical = whole("NB_GID", value, 0, UID_MAX)
+    try:
+        name = "root" if canonical == "0" else lookup(int(canonical)).gr_name
+    except KeyError:
+        return canonical
+    if name in PRIVILEGED_GROUPS:
+        raise Bad(
+            f"NB_GID={value} is the group {name}, which can read or change part of the system;"
+            " every service would hold it. Leave NB_GID unset (100, users) or pass your own"
+            " group, e.g. -e NB_GID=$(id -g)"
+        )
+    return canonical
+
+
 def token(value: str) -> str:
     if not value:
         raise Bad(
@@ -186,7 +214,7 @@ def port(name: str, low: int = 1) -> Callable[[str], str]:
 CHECKS: dict[str, Callable[[str], str]] = {
     "NB_USER": user_name,
     "NB_UID": uid,
-    "NB_GID": lambda v: whole("NB_GID", v, 0, UID_MAX),
+    "NB_GID": gid,
     "JUPYTER_PORT": port("JUPYTER_PORT"),
     "SSH_PORT": port("SSH_PORT"),
     "METRICS_PORT": port("METRICS_PORT", low=0),

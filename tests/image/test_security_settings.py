@@ -4,7 +4,9 @@ things now work: TRAIN_LOG_MAX_BYTES=50M, DISKINFO_PATHS with a space."""
 
 from __future__ import annotations
 
+import io
 import os
+import tarfile
 
 import pytest
 
@@ -35,6 +37,16 @@ BAD = [
     ),
     ({"JUPYTER_ENABLE": "1", "JUPYTER_TOKEN": ""}, "JUPYTER_TOKEN is empty"),
     ({"PUBLIC_KEY": "ssh-ed25519 AAAA\nnot a key"}, "PUBLIC_KEY line 1 is not an SSH public key"),
+    (
+        {"JUPYTER_ENABLE": "1", "JUPYTER_ARGS": "--ServerApp.authenticate_prometheus=False"},
+        "JUPYTER_ARGS may not set --ServerApp.authenticate_prometheus",
+    ),
+    ({"NB_GID": "0"}, "NB_GID=0 is the group root,"),
+    ({"NB_GID": "42"}, "NB_GID=42 is the group shadow,"),
+    ({"DISKINFO_PATHS": "/workspace\n/etc"}, "DISKINFO_PATHS holds a control character"),
+    ({"LOG_DIR": "/etc"}, "LOG_DIR=/etc cannot be used: /etc is a system directory"),
+    ({"LOG_DIR": "/var/log"}, "LOG_DIR=/var/log cannot be used: /var/log is a system directory"),
+    ({"DISKINFO_STATE_DIR": "/run"}, "DISKINFO_STATE_DIR=/run cannot be used: /run is a system"),
 ]
 
 
@@ -90,3 +102,25 @@ def test_sizes_with_units_and_paths_with_spaces_work(container, tmp_path):
         lambda: running.exec("cat /workspace/logs/diskinfo-monitor.log")[1],
     )
     assert running.supervisor_status().get("train") == "RUNNING"
+
+
+@pytest.mark.parametrize(
+    ("name", "path"), [("LOG_DIR", "/etc"), ("LOG_DIR", "/var/log"), ("DISKINFO_STATE_DIR", "/run")]
+)
+def test_a_system_directory_is_never_handed_to_jovyan(container, name, path):
+    running = container(env={name: path})
+    assert running.wait(timeout=60) != 0
+    stream, _ = running.obj.get_archive(path)
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream)), mode="r|") as tar:
+        top = tar.next()
+    assert top is not None and (top.uid, top.gid) == (0, 0), (name, path, top and top.uid)
+
+
+def test_a_directory_at_the_old_write_probe_name_does_not_stop_the_start(container):
+    running = container("sleep", "600")
+    running.wait_for_program("diskinfo", timeout=60)
+    code, out = running.exec("mkdir -p /workspace/logs/.write-test/x", user="jovyan")
+    assert code == 0, out
+    running.obj.restart(timeout=10)
+    running.wait_for_program("train", timeout=60)
+    assert running.exec("ls /workspace/logs/.write-test")[1].split() == ["x"]

@@ -40,6 +40,7 @@ def _unchanged(path, content="root:secret\n"):
 def test_links_in_the_logs_directory_are_removed_never_followed(tmp_path, victim):
     logs = tmp_path / "logs"
     logs.mkdir()
+    os.chown(tmp_path, UID, GID)  # as /workspace is NB_USER's
     (logs / "sshd.log").symlink_to(victim)
     (logs / "train.log.2").symlink_to(tmp_path / "etc" / "new-file")
     os.mkfifo(logs / "jupyter.log")
@@ -74,6 +75,7 @@ def test_a_logs_directory_that_is_a_link_is_replaced(tmp_path, victim):
 def test_logs_of_a_run_with_another_uid_are_handed_over(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
+    os.chown(tmp_path, 1000, 100)  # as /workspace is NB_USER's
     for name in ("diskinfo.log", "diskinfo.jsonl", "train.log", "train.log.1"):
         (logs / name).write_text("x")
         os.chown(logs / name, 1000, 100)
@@ -163,3 +165,62 @@ def test_log_tee_takes_sizes_with_units(tmp_path):
     log_tee.tee(read, None, str(path), max_bytes=log_tee.parse_size("4K"), backups=2)
     assert path.read_bytes() == b"a" * 3000
     assert (tmp_path / "train.log.1").read_bytes() == b"b" * 2000
+
+
+@NEEDS_ROOT
+def test_a_directory_where_the_write_probe_was_does_not_stop_the_start(tmp_path):
+    logs = tmp_path / "logs"
+    (logs / ".write-test").mkdir(parents=True)  # the old fixed probe name, as jovyan can make it
+    (logs / ".write-test" / "kept").write_text("mine")
+    os.chown(tmp_path, UID, GID)
+    assert safe_paths.prepare_logs(str(logs), UID, GID) == []
+    assert (logs / ".write-test" / "kept").read_text() == "mine"
+    assert sorted(os.listdir(logs)) == [".write-test"]  # the probe itself is gone
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/etc", "/etc/ssh/sshd_config.d", "/var/log", "/var/lib/x", "/usr/local/lib/x", "/run",
+     "/tmp", "/home", "/root/logs", "/opt/venv/logs", "/var/run/x/../../etc"],
+)  # fmt: skip
+def test_system_directories_are_refused_by_name(path):
+    with pytest.raises(safe_paths.Refused, match="is a system directory"):
+        safe_paths.refuse_system_dir(os.path.realpath(path), None, None)
+
+
+@pytest.mark.parametrize("path", ["/workspace/logs", "/run/diskinfo", "/scratch/l", "/var/tmp/l"])
+def test_folders_of_their_own_are_allowed_by_name(path):
+    safe_paths.refuse_system_dir(path, None, None)
+
+
+@NEEDS_ROOT
+def test_a_full_directory_of_roots_is_refused_and_left_as_it_was(tmp_path, victim):
+    before = victim.parent.stat()
+    with pytest.raises(safe_paths.Refused, match="directory of root's with files in it"):
+        safe_paths.prepare_dir(str(victim.parent), UID, GID)
+    after = victim.parent.stat()
+    assert (after.st_uid, after.st_gid, after.st_mode) == (
+        before.st_uid,
+        before.st_gid,
+        before.st_mode,
+    )
+    _unchanged(victim)
+    sticky = tmp_path / "shared"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    with pytest.raises(safe_paths.Refused, match="shared directory"):
+        safe_paths.prepare_dir(str(sticky), UID, GID)
+    assert sticky.stat().st_uid == 0
+    empty = tmp_path / "empty"  # nothing in it: nothing of the system's to hand over
+    empty.mkdir()
+    assert safe_paths.prepare_dir(str(empty), UID, GID) == []
+    assert empty.stat().st_uid == UID
+
+
+@NEEDS_ROOT
+def test_the_real_etc_is_refused_before_anything_changes():
+    before = os.stat("/etc")
+    for verb in (safe_paths.prepare_logs, safe_paths.prepare_dir):
+        with pytest.raises(safe_paths.Refused, match="/etc is a system directory"):
+            verb("/etc", UID, GID)
+    assert os.stat("/etc").st_uid == before.st_uid and os.stat("/etc").st_gid == before.st_gid

@@ -3,6 +3,7 @@ JUPYTER_ARGS refusals (jupyter_args.py): every bad value one line naming the var
 
 from __future__ import annotations
 
+import grp
 import pwd
 
 import pytest
@@ -165,6 +166,7 @@ def test_a_non_key_line_is_named_by_number_and_never_echoed(line, says):
         "--ServerApp.allow_unauthenticated_access=True",
         "--config=/workspace/evil.py",
         "--ServerApp.login_handler_class=x.Y",
+        "--ServerApp.authenticate_prometheus=False",  # /metrics without the token
     ],
 )
 def test_jupyter_args_that_weaken_auth_are_refused(arg):
@@ -183,3 +185,33 @@ def test_plain_jupyter_args_pass():
         "--ServerApp.base_url=/x/",
         "--collaborative",
     ]
+
+
+def _group(gid: int) -> grp.struct_group:
+    names = {0: "root", 20: "dialout", 42: "shadow", 4: "adm", 100: "users", 1000: "me"}
+    if gid not in names:
+        raise KeyError(gid)
+    return grp.struct_group((names[gid], "x", gid, []))
+
+
+@pytest.mark.parametrize(
+    ("value", "name"), [("0", "root"), ("00", "root"), ("42", "shadow"), ("4", "adm")]
+)
+def test_a_privileged_group_is_refused_as_nb_gid(value, name):
+    with pytest.raises(settings.Bad) as caught:
+        settings.gid(value, _group)
+    assert str(caught.value).startswith(f"NB_GID={value} is the group {name},")
+
+
+@pytest.mark.parametrize("value", ["100", "20", "1000", "4242"])  # users, a Mac's staff, own
+def test_ordinary_groups_are_accepted_as_nb_gid(value):
+    assert settings.gid(value, _group) == value
+
+
+def test_nb_gid_zero_is_refused_through_the_settings_check():
+    assert _bad({"NB_GID": "0"}).startswith("NB_GID=0 is the group root,")
+
+
+@pytest.mark.parametrize("value", ["/workspace/a\n/etc", "/workspace\r", "/a:/b\tc", "/x\x7f"])
+def test_a_control_character_in_diskinfo_paths_is_refused(value):
+    assert "DISKINFO_PATHS holds a control character" in _bad({"DISKINFO_PATHS": value})

@@ -9,10 +9,11 @@
 # Reads: NB_UID, NB_GID. Exports: LOG_DIR, DISKINFO_STATE_DIR; opens STARTUP_LOG_FD.
 LOG_DIR=${LOG_DIR:-/workspace/logs}
 DISKINFO_STATE_DIR=${DISKINFO_STATE_DIR:-/run/diskinfo}
-for log_target in "logs $LOG_DIR" "dir $DISKINFO_STATE_DIR"; do
+for log_target in "logs LOG_DIR" "dir DISKINFO_STATE_DIR"; do
+  log_var=${log_target#* }
   if ! log_notes=$(python3 -I "$PYTORCH_CUDA_LIB/safe_paths.py" "${log_target%% *}" \
-    "${log_target#* }" "$NB_UID" "$NB_GID" 2>&1); then
-    startup_die "${log_target#* } cannot be used: $log_notes"
+    "${!log_var}" "$NB_UID" "$NB_GID" 2>&1); then
+    startup_die "$log_var=${!log_var} cannot be used: $log_notes"
   fi
   while IFS= read -r log_note; do
     [ -z "$log_note" ] || startup_log WARNING "$log_note"
@@ -23,4 +24,4 @@ install -d -o "$NB_UID" -g "$NB_GID" -m 0755 "$STARTUP_STATE_DIR/train"
 install -o "$NB_UID" -g "$NB_GID" -m 0644 /dev/null "$STARTUP_STATE_DIR/train.pid"
 export LOG_DIR DISKINFO_STATE_DIR
 startup_log_open
-unset log_target log_notes log_note
+unset log_target log_var log_notes log_note
