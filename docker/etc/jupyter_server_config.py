@@ -40,6 +40,9 @@ c.IdentityProvider.token = _token()
 c.ServerApp.disable_check_xsrf = False
 c.ServerApp.allow_unauthenticated_access = False
 # Same-origin requests only: never "*", which lets any web page the user visits drive the server.
+# With both empty, Jupyter echoes any Origin back to a request that carries the token, so a web
+# page holding a leaked token could read the answers; a pattern that matches nothing turns that
+# echo off. Same-origin requests and websockets are checked against Host first, unchanged.
 c.ServerApp.allow_origin = ""
-c.ServerApp.allow_origin_pat = ""
+c.ServerApp.allow_origin_pat = "(?!)"
 c.ServerApp.terminado_settings = {"shell_command": ["/bin/bash", "-l"]}

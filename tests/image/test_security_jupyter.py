@@ -107,3 +107,25 @@ def test_user_config_cannot_switch_the_token_or_xsrf_off(container):
     )
     assert code not in (0, 124), out
     assert "refuses to start without a token: this image's JupyterLab already runs" in out, out
+
+
+def test_no_origin_is_echoed_to_a_cross_origin_request_with_the_token(container):
+    import requests
+
+    running = container(env={"JUPYTER_ENABLE": "1", "JUPYTER_TOKEN": TOKEN})
+    base = f"http://127.0.0.1:{running.ports['JUPYTER_PORT']}"
+    net.wait_until(
+        lambda: running.supervisor_status().get("jupyter") == "RUNNING", 90, "no jupyter"
+    )
+    net.wait_until(
+        lambda: requests.get(f"{base}/api/status", params={"token": TOKEN}, timeout=3).ok,
+        90,
+        lambda: running.exec("tail -30 /workspace/logs/jupyter.log")[1],
+    )
+    evil = {"Origin": "https://evil.example"}
+    answer = requests.get(f"{base}/api/contents", params={"token": TOKEN}, headers=evil, timeout=5)
+    assert "Access-Control-Allow-Origin" not in answer.headers, answer.headers
+    # the browser's own requests (Origin = the server itself) work as before
+    port = running.ports["JUPYTER_PORT"]
+    own = {"Origin": f"http://127.0.0.1:{port}"}
+    assert requests.get(f"{base}/api/contents", params={"token": TOKEN}, headers=own, timeout=5).ok
