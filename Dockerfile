@@ -149,7 +149,11 @@ RUN chmod 0755 /usr/local/bin/entrypoint.sh /usr/local/lib/pytorch-cuda/*.sh \
         /usr/local/lib/pytorch-cuda/validate-cuda /usr/local/lib/pytorch-cuda/demo.py \
     && ln -sf /usr/local/lib/pytorch-cuda/validate-cuda /usr/local/bin/validate-cuda \
     && ln -sf /usr/local/lib/pytorch-cuda/demo.py /usr/local/bin/demo \
-    && ln -sf /run/pytorch-cuda/supervisord.conf /etc/pytorch-cuda/supervisord.conf
+    && ln -sf /run/pytorch-cuda/supervisord.conf /etc/pytorch-cuda/supervisord.conf \
+    && find / -xdev -type f -perm /6000 -exec chmod ug-s {} +
+# No setuid or setgid program is left (su, passwd, mount, newgrp, chfn, ssh-keysign, ...): NB_USER
+# has no password and no sudo, so none serves them, and each is a program running as root with
+# arguments and an environment NB_USER chooses. sshd and setpriv are started by root and need none.
 
 HEALTHCHECK --interval=5s --timeout=5s --start-period=60s --retries=3 \
     CMD ["/usr/local/lib/pytorch-cuda/healthcheck.sh"]

@@ -181,3 +181,21 @@ def test_no_root_process_trusts_a_user_writable_path(attacked):
     writable = set(json.loads(out))
     bad = sorted(c for c in claims if c[3] in writable)
     assert not bad, "root processes trusting a path jovyan can write:\n" + "\n".join(map(str, bad))
+
+
+def test_no_setuid_program_and_the_image_runs_without_new_privileges(
+    container, ssh_key, ssh_client, ssh_run, wait_until
+):
+    """Nothing in the image gains privileges on exec, so Docker's `--security-opt
+    no-new-privileges` costs nothing: sshd, Jupyter, the monitor and SSH logins work."""
+    running = container(
+        "sleep",
+        "600",
+        env={"JUPYTER_ENABLE": "1", "PUBLIC_KEY": ssh_key.public},
+        security_opt=["no-new-privileges"],
+    )
+    wait_until(lambda: running.health() == "healthy", 120, lambda: running.logs()[-3000:])
+    code, out = running.exec("find / -xdev -type f -perm /6000")
+    assert (code, out) == (0, ""), out
+    assert "NoNewPrivs:\t1" in running.exec("cat /proc/1/status")[1]
+    assert ssh_run(ssh_client(running, ssh_key.key), "id -un") == (0, "jovyan\n")
