@@ -99,7 +99,7 @@ unset step
 # supervisord's own log: fd 3 (logfile=/dev/fd/3 in supervisord.conf) is a pipe to log-tee.py
 # as NB_USER, so root never opens supervisord.log by name. supervisord keeps fds 3 and 4 open
 # for itself (it closes from 5) and closes them in the programs it starts.
-[ -z "${STARTUP_LOG_FD:-}" ] || exec {STARTUP_LOG_FD}>&-
+startup_log_close
 exec 3> >(exec "${AS_NB_USER[@]}" \
   python3 -I "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/supervisord.log")
 

@@ -10,6 +10,7 @@
 # message into another log (sshd.log, jupyter.log).
 # Reads: STARTUP_STATE_DIR, PYTORCH_CUDA_LIB (entrypoint.sh); later NB_UID, NB_GID, LOG_DIR.
 STARTUP_LOG_FD=
+STARTUP_LOG_PID=
 
 # startup_log LEVEL MESSAGE...
 startup_log() {
@@ -39,7 +40,27 @@ as_nb_user() {
 startup_log_open() {
   exec {STARTUP_LOG_FD}> >(exec "${AS_NB_USER[@]}" \
     python3 -I "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/startup.log")
+  STARTUP_LOG_PID=$!
   cat "$STARTUP_STATE_DIR/startup.log" 1>&"$STARTUP_LOG_FD" 2>/dev/null || true
+}
+
+# startup_log_close: end startup.log's writer and reap it here. Left to end on its own, it was
+# reaped by supervisord (PID 1 from the next line of entrypoint.sh on), which logged it as an
+# "unknown pid": one line too many among the orphans it reaps. At most 5 s: a hook's
+# background job that kept the pipe open keeps the writer too, and the start goes on.
+startup_log_close() {
+  local state tries=50
+  [ -n "$STARTUP_LOG_FD" ] || return 0
+  exec {STARTUP_LOG_FD}>&-
+  STARTUP_LOG_FD=
+  while ((tries-- > 0)); do
+    read -r _ _ state _ 2>/dev/null <"/proc/$STARTUP_LOG_PID/stat" || return 0
+    if [ "$state" = Z ]; then
+      wait "$STARTUP_LOG_PID" 2>/dev/null || true
+      return 0
+    fi
+    sleep 0.1
+  done
 }
 
 # append_log NAME: stdin appended to $LOG_DIR/NAME.log, written as NB_USER.
