@@ -15,6 +15,7 @@ judged; a GPU that falls off the bus is said once and left alone; each said once
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +24,6 @@ from diskinfo.collectors import BaseCollector
 from diskinfo.collectors.training_gpus import Hints, mark
 from diskinfo.record import GpuFigures, IntervalRecord
 from diskinfo.sources import nvml as nvml_source
-from diskinfo.sources.environ import read_environ
 from diskinfo.sources.nvml import GpuLost, GpuSample, Nvml
 
 SAMPLE_HZ = 10.0
@@ -114,7 +114,6 @@ class GpuCollector(BaseCollector):
         self._from_driver: list[bool] = []  # utilisation from nvmlDeviceGetSamples
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._environ: tuple[int, str | None] | None = None
 
     def start(self) -> None:
         self._nvml, self._reason = self._open()
@@ -190,15 +189,6 @@ class GpuCollector(BaseCollector):
                 delay = 0.0
             self._stop.wait(delay)
 
-    def _visible_devices(self, record: IntervalRecord) -> str | None:
-        """The training process's CUDA_VISIBLE_DEVICES (read once per process)."""
-        main = next((p.pid for p in record.procs if p.role == "main"), None)
-        if main is None:
-            return None
-        if self._environ is None or self._environ[0] != main:
-            self._environ = (main, read_environ(main, "CUDA_VISIBLE_DEVICES"))
-        return self._environ[1]
-
     def hints(self, record: IntervalRecord) -> Hints:
         assert self._nvml is not None
         nvml_pids: dict[int, list[int] | None] = {}
@@ -213,7 +203,9 @@ class GpuCollector(BaseCollector):
             tree_pids=[p.pid for p in record.procs],
             nvml_pids=nvml_pids,
             pids_are_ours=self._pids_are_ours(),
-            visible_devices=self._visible_devices(record),
+            # the container's setting, which the training command inherits: the monitor never
+            # reads another process's environment (where the user's secrets are)
+            visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         )
 
     def fill(self, record: IntervalRecord) -> None:

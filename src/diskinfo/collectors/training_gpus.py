@@ -8,7 +8,8 @@ strongest first (docs/gpu.md, "Which GPUs are the training's"):
 2. nvml-pids: NVML's per-GPU process lists holding a PID of the training's process tree, where
    NVML's PIDs are ours (NVML reports the host's PIDs; inside a container with its own PID
    namespace they name other processes, so they are not compared there);
-3. visible-devices: the training process's CUDA_VISIBLE_DEVICES narrows the candidates;
+3. visible-devices: CUDA_VISIBLE_DEVICES as the container sets it for every program in it
+   narrows the candidates;
 4. memory: of the candidates, those some process holds a context on (NVML lists one) or that
    hold memory or run kernels: in a container this is the GPUs the container was given and
    uses. On a node shared by containers that were all given every GPU it may count another
@@ -32,7 +33,7 @@ class Hints:
     tree_pids: Collection[int] = ()
     nvml_pids: Mapping[int, list[int] | None] = field(default_factory=dict)  # GPU index -> PIDs
     pids_are_ours: bool = False
-    visible_devices: str | None = None  # the training process's CUDA_VISIBLE_DEVICES
+    visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES of the container
 
 
 def _bare(uuid: str) -> str:
