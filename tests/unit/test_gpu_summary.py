@@ -133,3 +133,30 @@ def test_sampler_runs_at_least_10_hz_and_hands_over_per_interval():
     assert first.gpus[0].samples >= 15  # 20 Hz for 1 s, with slack for a loaded machine
     assert 5 <= second.gpus[0].samples <= 12  # nothing counted twice
     assert first.gpus[0].pulsing > 0.5 and first.gpus[0].pcie_rx_mb_s == 5.0
+
+
+class _DriverKeepsSamples(_FakeNvml):
+    """A driver with samples of its own (one at 30% per call), or keeping none at all."""
+
+    def __init__(self, kept: bool):
+        super().__init__()
+        self.kept = kept
+
+    def utilisation_samples(self, index):
+        return [(1, 30.0)] if self.kept else []
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_driver_samples_are_used_and_polled_ones_stand_in_when_it_kept_none(kept):
+    collector = GpuCollector(hz=20, open_source=lambda: (_DriverKeepsSamples(kept), ""))
+    collector.start()
+    time.sleep(0.6)
+    record = IntervalRecord(ts=0, elapsed_s=0.6)
+    collector.fill(record)
+    collector.stop()
+    gpu = record.gpus[0]
+    assert gpu.samples >= 3  # 20 Hz for 0.6 s, with slack for a loaded machine
+    if kept:  # the driver's 30% samples, not the polled 100/0 readings
+        assert gpu.util_mean == 30.0 and gpu.pulsing == 0.0
+    else:
+        assert gpu.util_max == 100.0 and gpu.pulsing > 0.5

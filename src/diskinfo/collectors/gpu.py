@@ -6,8 +6,9 @@ fraction, bursts, pulsing). `summarise` is a pure function of the sample list.
 
 Utilisation comes from the driver's own timestamped samples where it keeps them
 (`nvmlDeviceGetSamples`): each window of the driver's sample period (1/6 s to 1 s) counts
-once, however often it is polled. Elsewhere `nvmlDeviceGetUtilizationRates` is polled at
-SAMPLE_HZ, and a period longer than 0.1 s is read several times (docs/gpu.md).
+once, however often it is polled. Elsewhere, and in an interval the driver kept none of,
+`nvmlDeviceGetUtilizationRates` polled at SAMPLE_HZ stands in, and a period longer than 0.1 s
+is read several times (docs/gpu.md).
 
 A GPU whose utilisation is not supported (MIG) keeps its memory and power figures and is not
 judged; a GPU that falls off the bus is said once and left alone; each said once in the log.
@@ -150,8 +151,10 @@ class GpuCollector(BaseCollector):
         assert self._nvml is not None
         state = self._state[i]
         driver = self._driver_samples(i) if not state else None
-        sample = self._nvml.sample(i, with_pcie=with_pcie, with_util=not state and driver is None)
-        if not state and driver is None and sample.util is None:
+        # polled even where the driver keeps samples: an interval it kept none of (a driver
+        # that stops sampling an idle GPU) is summarised from these instead
+        sample = self._nvml.sample(i, with_pcie=with_pcie, with_util=not state)
+        if not state and sample.util is None:
             self._state[i] = "no-utilisation"
             self.notes.once(
                 f"gpu: {self._label(i)}: utilisation not supported (a MIG-enabled GPU); its "
@@ -219,9 +222,7 @@ class GpuCollector(BaseCollector):
             driver, self._driver = self._driver, [[] for _ in self._driver]
         gpus = []
         for i, samples in enumerate(taken):
-            fig = summarise(
-                i, self._nvml.names[i], samples, driver[i] if self._from_driver[i] else None
-            )
+            fig = summarise(i, self._nvml.names[i], samples, driver[i] or None)
             fig.uuid = self._nvml.uuids[i]
             fig.state = self._state[i]
             gpus.append(fig)
