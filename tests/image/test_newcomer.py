@@ -257,7 +257,25 @@ def test_demo_shows_verdicts_within_a_minute(tmp_path):
     (slow, slow_verdict), (fixed, fixed_verdict) = phases
     assert slow.startswith("a slow input pipeline") and slow_verdict.startswith("input-bound")
     assert fixed.startswith("the fix") and not fixed_verdict.startswith("input-bound"), text
+    # phase 2 applies what the monitor advised for phase 1 (it preloaded into RAM while the
+    # advice was num_workers 0 -> 2), and the effect is shown
+    advice = re.search(r"the monitor on 'a slow[^']*': .* \| try: (num_workers \S+ -> (\d+))", text)
+    if advice is not None:
+        assert fixed == f"the fix: num_workers={advice.group(2)}, as the monitor advised", text
+    else:
+        assert "samples decoded once and kept in RAM" in fixed, text
+    effect = re.search(r"demo: the fix's effect: ([0-9.]+) -> ([0-9.]+) batches/s \(x", text)
+    assert effect is not None and float(effect.group(2)) > float(effect.group(1)), text
     assert "demo: done." in text
+    # step 4, verbatim, right after step 3: the demo's run in logs/ is reported
+    report = adapt(readme_command(lambda c: " report /workspace/logs/" in c))
+    session = Session(report.command, tmp_path, tmp_path)
+    try:
+        rc = session.wait(timeout=180)
+    finally:
+        _remove(report.name)
+    assert rc == 0, session.text[-3000:]
+    assert "time share of each verdict:" in session.text, session.text
 
 
 def _make_run(tmp_path: Path, tty: bool, *extra: str) -> list[str]:
