@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,8 @@ class Facts:
     bench_path: str = "/workspace/data"
     # `docker exec -u NB_USER`: as root, a command would run in a folder that user writes
     nb_user: str = "jovyan"
+    # mount points at or under /workspace (None: not known): what outlives the container
+    workspace_mounts: list[str] | None = None
 
 
 def driver_warning(driver: str | None) -> str | None:
@@ -136,7 +139,40 @@ def render(facts: Facts) -> list[str]:
     lines.append(
         f"Logs       {facts.logs_dir}/: startup.log, supervisord.log, one <program>.log each"
     )
+    persists = persist_line(facts.workspace_mounts)
+    if persists:
+        lines.append(persists)
     return lines
+
+
+def persist_line(mounts: list[str] | None, workspace: str = "/workspace") -> str | None:
+    """Where work outlives the container: a notebook saved in /workspace itself (no mount)
+    is lost with `docker run --rm`, and nothing said so."""
+    if mounts is None or workspace in mounts:
+        return None
+    if not mounts:
+        return (
+            f"Persists   nothing under {workspace} is mounted: files saved there (notebooks "
+            'too) go with the container; mount a folder, e.g. -v "$PWD:/workspace/code"'
+        )
+    return (
+        f"Persists   only {', '.join(sorted(mounts))} (mounted from the host): save notebooks "
+        f"there; the rest of {workspace} goes with the container"
+    )
+
+
+def workspace_mounts(mountinfo: str, workspace: str = "/workspace") -> list[str]:
+    """Mount points at or under `workspace`, from /proc/self/mountinfo's text (the fifth
+    field; octal escapes such as \\040 for a space decoded)."""
+    out = []
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        if point == workspace or point.startswith(workspace + "/"):
+            out.append(point)
+    return sorted(set(out))
 
 
 def access_lines(facts: Facts) -> list[str]:
@@ -335,6 +371,11 @@ def gather(env: dict[str, str]) -> Facts:
         nb_user=env.get("NB_USER", "jovyan"),
     )
     facts.baseline = _existing(facts.baseline_path)
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            facts.workspace_mounts = workspace_mounts(f.read())
+    except OSError:
+        facts.workspace_mounts = None
     if env.get("SSHD_ENABLE", "1") != "0":
         facts.ssh_command = f"ssh -p PORT {env.get('NB_USER', 'jovyan')}@HOST"
     else:

@@ -112,3 +112,27 @@ def test_nvml_missing_means_no_gpu_visible(monkeypatch):
     banner._gpus(facts)
     assert not facts.gpus and facts.driver is None
     assert "no GPU visible: did you pass --gpus all?" in "\n".join(banner.render(facts))
+
+
+def test_the_banner_says_where_work_persists():
+    """A notebook saved in /workspace itself (no mount) went with `docker run --rm`, and
+    nothing said so: the banner names the mounted folders, or says that none is."""
+    info = (
+        "36 35 98:0 / / rw - overlay overlay rw\n"
+        "37 36 8:1 /home/u/p /workspace/code rw - ext4 /dev/sda1 rw\n"
+        "38 36 8:1 /home/u/p/logs /workspace/logs rw - ext4 /dev/sda1 rw\n"
+        "39 36 8:1 /x /workspace/my\\040data rw - ext4 /dev/sda1 rw\n"
+        "40 36 8:1 /y /workspacex rw - ext4 /dev/sda1 rw\n"
+    )
+    mounts = banner.workspace_mounts(info)
+    assert mounts == ["/workspace/code", "/workspace/logs", "/workspace/my data"]
+    line = [x for x in banner.render(_facts(workspace_mounts=mounts)) if x.startswith("Persists")]
+    assert line == [
+        "Persists   only /workspace/code, /workspace/logs, /workspace/my data (mounted from the "
+        "host): save notebooks there; the rest of /workspace goes with the container"
+    ]
+    nothing = banner.render(_facts(workspace_mounts=[]))
+    assert any(x.startswith("Persists   nothing under /workspace is mounted") for x in nothing)
+    # /workspace mounted whole, or nothing known: no line
+    for known in (["/workspace", "/workspace/logs"], None):
+        assert not [x for x in banner.render(_facts(workspace_mounts=known)) if "Persists" in x]
