@@ -57,6 +57,14 @@ def test_no_monitor_and_a_stopped_one_are_said_not_shown_as_live(tmp_path):
     path.parent.mkdir()
     path.write_text(json.dumps({"schema": "other"}))
     assert read(path) is None
+    # the state directory is the training user's: a planted FIFO never blocks the display's
+    # thread, and a field of the wrong type is no document
+    path.unlink()
+    os.mkfifo(path)
+    assert read(path) is None
+    path.unlink()
+    path.write_text(json.dumps({"schema": SCHEMA, "ts": "soon", "verdict": "idle"}))
+    assert read(path) is None
 
 
 def test_an_unwritable_state_dir_is_said_once_and_never_raises(tmp_path, capsys):

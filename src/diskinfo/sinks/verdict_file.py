@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from diskinfo.fileio import write_atomic
+from diskinfo.fileio import read_regular, write_atomic
 from diskinfo.loader_state import state_dir
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.complaints import SayOnce, kind_of
@@ -26,6 +26,7 @@ from diskinfo.sinks.complaints import SayOnce, kind_of
 SCHEMA = "diskinfo.verdict/1"
 SUBDIR = "monitor"
 FILENAME = "verdict.json"
+MAX_BYTES = 65536  # a document is under 2 kB
 
 
 def verdict_path(directory: Path | None = None) -> Path:
@@ -70,15 +71,26 @@ def document(record: IntervalRecord, pid: int) -> dict[str, Any]:
     }
 
 
+# what a reader formats as a number; a field of another type makes the document no verdict
+NUMBERS = ("ts", "interval_s", "held_s", "main_cores", "worker_cores", "waiting_cores", "workers")
+
+
 def read(path: Path) -> dict[str, Any] | None:
     """The latest document, None when there is none (no monitor, or it ended) or it is not
-    one of ours."""
+    one of ours. The state directory is the training user's to write: a planted FIFO or link
+    is refused (read_regular), and a field of the wrong type makes it no document."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.loads(f.read(65536))
+        doc = json.loads(read_regular(path, MAX_BYTES))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        return None
+    optional = ("data_wait_share", "batches_s", "cores_allowed")
+    if not all(isinstance(doc.get(k, 0), (int, float)) for k in NUMBERS) or not all(
+        doc.get(k) is None or isinstance(doc[k], (int, float)) for k in optional
+    ):
+        return None
+    if not all(isinstance(doc.get(k, ""), str) for k in ("summary", "fix", "cause")):
         return None
     return doc
 
