@@ -18,6 +18,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from diskinfo.analyse.thresholds import shm_small  # the image's venv: root's python3
+from diskinfo.sources import shm
+
 if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the
     # script's own directory off sys.path: siblings come from this root-owned one, by name
     sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
@@ -30,7 +33,6 @@ version_tuple = drivers.version_tuple
 
 MIN_DRIVER = drivers.MIN_DRIVER["11.8"]  # the image's CUDA
 MIN_DRIVER_COMPAT = drivers.MIN_DRIVER_COMPAT
-SHM_MIN_MB = 1024
 NO_GPU = "no GPU visible: did you pass --gpus all?"
 
 
@@ -61,7 +63,7 @@ class Facts:
     gpus: list[Gpu] = field(default_factory=list)
     gpu_error: str = ""
     shm_mb: int | None = None
-    shm_min_mb: int = SHM_MIN_MB
+    shm_small: bool = False  # under SHM_MIN_MB (diskinfo.analyse.thresholds.shm_small)
     services: list[Service] = field(default_factory=list)
     token_hint: str = ""
     logs_dir: str = "/workspace/logs"
@@ -117,7 +119,7 @@ def render(facts: Facts) -> list[str]:
         lines.append(warning)
     if facts.shm_mb is None:
         lines.append("/dev/shm   not mounted")
-    elif facts.shm_mb < facts.shm_min_mb:
+    elif facts.shm_small:
         lines.append(f"/dev/shm   {facts.shm_mb} MB: too small for DataLoader workers, see above")
     else:
         lines.append(f"/dev/shm   {facts.shm_mb} MB")
@@ -251,14 +253,6 @@ def _gpus(facts: Facts) -> None:
         pynvml.nvmlShutdown()
 
 
-def _shm_mb(path: str = "/dev/shm") -> int | None:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return None
-    return st.f_blocks * st.f_frsize // 2**20
-
-
 def _services(env: dict[str, str]) -> list[Service]:
     """What entrypoint.sh decided to start, from the flags its init.d steps exported."""
     services = []
@@ -347,6 +341,7 @@ def _python(env: dict[str, str]) -> str:
 def gather(env: dict[str, str]) -> Facts:
     """Read the facts from this container: package metadata, NVML, /dev/shm, the environment."""
     logs_dir = env.get("LOG_DIR", "/workspace/logs")
+    shm_mb = shm.size_mb()
     facts = Facts(
         image_version=env.get("IMAGE_VERSION") or _dist_version("diskinfo") or "unknown",
         python=_python(env),
@@ -354,8 +349,8 @@ def gather(env: dict[str, str]) -> Facts:
         cuda=_torch_cuda(),
         cudnn=_dist_version("nvidia-cudnn-cu11", "nvidia-cudnn-cu12"),
         nccl=_dist_version("nvidia-nccl-cu11", "nvidia-nccl-cu12"),
-        shm_mb=_shm_mb(),
-        shm_min_mb=int(env.get("SHM_MIN_MB", SHM_MIN_MB)),
+        shm_mb=None if shm_mb is None else int(shm_mb),
+        shm_small=shm_mb is not None and shm_small(shm_mb, env),
         services=_services(env),
         token_hint=_token_hint(env, logs_dir),
         logs_dir=logs_dir,

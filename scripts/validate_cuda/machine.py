@@ -12,6 +12,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+try:  # the image's diskinfo (or a checkout's, scripts/validate-cuda): what it measures, here too
+    from diskinfo.sources import shm
+except ImportError:  # a host with PyTorch and without diskinfo
+    shm = None  # type: ignore[assignment]
+
 from .common import FAIL, PASS, CheckResult, DriverInfo, first_line
 from .drivers import format_cuda_api_version, parse_proc_driver_version, parse_smi_driver_version
 from .judge import format_cudnn_version, format_nccl_version
@@ -75,10 +80,8 @@ def import_torch() -> tuple[Any, CheckResult]:
 
 
 def shm_size() -> str:
-    with contextlib.suppress(OSError):
-        st = os.statvfs("/dev/shm")
-        return f"{st.f_frsize * st.f_blocks / (1 << 20):.0f} MiB"
-    return "unknown"
+    size = shm.size_mb() if shm is not None else None
+    return f"{size:.0f} MiB" if size is not None else "unknown"
 
 
 def environment(torch: Any, driver: DriverInfo | None) -> dict[str, Any]:

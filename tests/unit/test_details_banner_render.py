@@ -38,10 +38,17 @@ def test_no_gpu_asks_about_gpus_all():
 
 
 def test_small_shm_is_flagged_large_is_not():
-    small = "\n".join(banner.render(_facts(shm_mb=64)))
+    small = "\n".join(banner.render(_facts(shm_mb=64, shm_small=True)))
     large = "\n".join(banner.render(_facts(shm_mb=16384)))
     assert "64 MB: too small" in small
     assert "too small" not in large and "16384 MB" in large
+
+
+def test_the_banner_holds_shm_to_shm_min_mb_like_the_verdict():
+    size = banner.shm.size_mb()  # this machine's /dev/shm, measured where the monitor does
+    assert size is not None and banner.gather({}).shm_mb == int(size)
+    assert banner.gather({"SHM_MIN_MB": str(int(size) + 1)}).shm_small
+    assert not banner.gather({"SHM_MIN_MB": "0"}).shm_small  # 0: never warn
 
 
 def test_token_hint_never_shows_the_token():

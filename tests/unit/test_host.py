@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskinfo.collectors.host import HostCollector, shm_size_mb, tree_size
+from diskinfo.collectors.host import HostCollector, tree_size
 from diskinfo.record import IntervalRecord
 from diskinfo.sources.meminfo import memory_figures, parse_meminfo
 from diskinfo.sources.procstat import CpuTimes, cpu_percent, parse_proc_stat
@@ -87,11 +87,6 @@ def test_tree_size_counts_files_once_and_stops_at_the_cap(tmp_path):
     (tmp_path / "hard").hardlink_to(tmp_path / "a" / "x.bin")
     assert tree_size([str(tmp_path), str(tmp_path / "a")]) == (1024, True)
     assert tree_size([str(tmp_path)], max_entries=1)[1] is False
-
-
-def test_shm_size():
-    assert shm_size_mb("/dev/shm") > 0
-    assert shm_size_mb("/does/not/exist") is None
 
 
 def test_collector_on_fixtures_and_a_real_dataset(tmp_path):

@@ -198,6 +198,8 @@ def test_the_shm_floor_is_read_from_shm_min_mb(monkeypatch):
     assert "--shm-size" in decide(rec_with(512), {}).fixes[0]
     monkeypatch.setenv("SHM_MIN_MB", "256")
     assert "--shm-size" not in decide(rec_with(512), {}).fixes[0]
+    monkeypatch.setenv("SHM_MIN_MB", "0")  # never warn: as the start-up step and the banner
+    assert "--shm-size" not in decide(rec_with(64), {}).fixes[0]
     monkeypatch.setenv("SHM_MIN_MB", "nonsense")
     assert t.shm_min_mb() == 1024
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 
 # --- input share (XProf) ---
 HIGHLY_INPUT_BOUND = 0.20
@@ -229,7 +230,7 @@ DOCUMENTED: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
             (
                 "SHM_MIN_MB_DEFAULT",
                 "MB",
-                "`/dev/shm` floor (`SHM_MIN_MB` overrides it): start-up, banner and verdict",
+                "`/dev/shm` floor, `SHM_MIN_MB` (0: never warn): start-up, banner and verdict",
             ),
         ),
     ),
@@ -299,18 +300,27 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def env_number(name: str, default: float, minimum: float = 0.0) -> float:
+def env_number(
+    name: str, default: float, minimum: float = 0.0, environ: Mapping[str, str] = os.environ
+) -> float:
     """A number from the environment; unset, malformed or below `minimum`: the default."""
     try:
-        value = float(os.environ.get(name, ""))
+        value = float(environ.get(name, ""))
     except ValueError:
         return default
     return value if math.isfinite(value) and value >= minimum else default
 
 
-def shm_min_mb() -> float:
-    """The /dev/shm floor, read like docker/start/init.d/05-shm.sh reads it (SHM_MIN_MB, 1024)."""
-    return env_number("SHM_MIN_MB", SHM_MIN_MB_DEFAULT, 1.0)
+def shm_min_mb(environ: Mapping[str, str] = os.environ) -> float:
+    """The /dev/shm floor: SHM_MIN_MB, default 1024; 0 turns the check off (unset, malformed
+    or negative: the default; the image refuses a malformed one at start)."""
+    return env_number("SHM_MIN_MB", SHM_MIN_MB_DEFAULT, 0.0, environ)
+
+
+def shm_small(size_mb: float, environ: Mapping[str, str] = os.environ) -> bool:
+    """The one /dev/shm rule of the start-up check, the banner and the verdict: under the
+    floor (never with SHM_MIN_MB=0)."""
+    return size_mb < shm_min_mb(environ)
 
 
 def verdict_hold() -> int:

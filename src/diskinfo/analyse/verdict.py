@@ -371,7 +371,7 @@ def decide(
     errors = s.loader.worker_errors if s.loader is not None else 0
     if errors:
         shm = s.host.shm_total_mb if s.host is not None else None
-        if shm is not None and shm < t.shm_min_mb():
+        if shm is not None and t.shm_small(shm):
             ev.insert(
                 0,
                 f"{errors} DataLoader worker death(s) with /dev/shm only "

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from diskinfo.record import HostFigures, IntervalRecord
-from diskinfo.sources import ParseError, cgroup, mountinfo
+from diskinfo.sources import ParseError, cgroup, mountinfo, shm
 from diskinfo.sources.cgroup_cpu import (
     CpuLocation,
     CpuSample,
@@ -34,7 +34,6 @@ DATASET_MAX_ENTRIES = 2_000_000  # stop walking here; the size is then a lower b
 # the cgroup's CPU quota, this process's cpuset and /dev/shm's size change rarely (docker
 # update, a remount): read this often, not every sample, where each read is a system call
 SETTINGS_S = 10.0
-SHM_PATH = "/dev/shm"
 
 
 def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> tuple[int, bool]:
@@ -107,14 +106,6 @@ def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> t
     return total, True
 
 
-def shm_size_mb(path: str = SHM_PATH) -> float | None:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return None
-    return st.f_blocks * st.f_frsize / 2**20
-
-
 def own_cpu_location() -> CpuLocation | None:
     """This process's cgroup CPU directories, from /proc/self (None where none is mounted)."""
     memberships = cgroup.parse_proc_cgroup(cgroup.read(cgroup.PROC_CGROUP))
@@ -162,7 +153,7 @@ class HostCollector:
         self,
         data_paths: Sequence[str] = (),
         read: Callable[[str], str] | None = None,
-        shm_path: str = SHM_PATH,
+        shm_path: str = shm.PATH,
         cpu_location: Callable[[], CpuLocation | None] | None = own_cpu_location,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -193,7 +184,7 @@ class HostCollector:
             return
         self._settings_at = now
         self._cpuset = cpuset_cores(self._count)
-        self._shm_mb = shm_size_mb(self._shm_path)
+        self._shm_mb = shm.size_mb(self._shm_path)
         if self._where is not None:
             try:
                 self._quota = read_quota(self._where)
