@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 try:  # the image's diskinfo (or a checkout's, scripts/validate-cuda): what it measures, here too
+    from diskinfo import cores
     from diskinfo.sources import shm
 except ImportError:  # a host with PyTorch and without diskinfo
-    shm = None  # type: ignore[assignment]
+    cores = shm = None  # type: ignore[assignment]
 
 from .common import FAIL, PASS, CheckResult, DriverInfo, first_line
 from .drivers import format_cuda_api_version, parse_proc_driver_version, parse_smi_driver_version
@@ -89,6 +90,8 @@ def environment(torch: Any, driver: DriverInfo | None) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "dev_shm": shm_size(),
+        # what the monitor's verdict and `diskinfo tune` count: quota, cpuset, host
+        "cores": cores.available() if cores is not None else None,
         "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
     if driver:

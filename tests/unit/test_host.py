@@ -251,7 +251,7 @@ def test_v1_cpuacct_and_cpu_directories(tmp_path):
 
 
 def test_live_cgroup_cpu_is_found_and_read():
-    from diskinfo.collectors.host import own_cpu_location
+    from diskinfo.cores import own_cpu_location
     from diskinfo.sources.cgroup_cpu import read_quota, read_sample
 
     loc = own_cpu_location()  # None where no cgroup filesystem is mounted (some CI containers)

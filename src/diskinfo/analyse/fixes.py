@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.signals import Signals, read_caps
+from diskinfo.cores import whole
 from diskinfo.record import Cause, CgroupIO
 from diskinfo.units import format_size
 
@@ -46,7 +47,7 @@ def workers_fix(s: Signals) -> str | None:
     """num_workers W -> N, with the cores the loaders use and the cores the container has;
     None when the loaders already have every core (more workers would only compete). Each
     rank of a DDP run has its own workers: N is per rank, and all ranks' share the cores."""
-    cores = int(s.cpu_cores or 0)
+    cores = whole(s.cpu_cores) if s.cpu_cores else 0
     ranks = s.ranks
     current = s.loader.num_workers if s.loader is not None else None
     if current is None and s.workers:

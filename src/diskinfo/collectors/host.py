@@ -16,12 +16,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from diskinfo.cores import allowed_cores, cpuset_cores, own_cpu_location
 from diskinfo.record import HostFigures, IntervalRecord
-from diskinfo.sources import ParseError, cgroup, mountinfo, shm
+from diskinfo.sources import ParseError, shm
 from diskinfo.sources.cgroup_cpu import (
     CpuLocation,
     CpuSample,
-    locate_cpu,
     read_quota,
     read_sample,
 )
@@ -104,27 +104,6 @@ def tree_size(paths: Sequence[str], max_entries: int = DATASET_MAX_ENTRIES) -> t
         if key not in seen_links and (st.st_dev, st.st_ino) not in seen_dirs:
             total += size
     return total, True
-
-
-def own_cpu_location() -> CpuLocation | None:
-    """This process's cgroup CPU directories, from /proc/self (None where none is mounted)."""
-    memberships = cgroup.parse_proc_cgroup(cgroup.read(cgroup.PROC_CGROUP))
-    mounts, _errors = mountinfo.parse(mountinfo.read())
-    return locate_cpu(memberships, mounts)
-
-
-def cpuset_cores(host_cores: int) -> int:
-    """Cores this process may run on (its affinity: the cgroup's cpuset), else the host's."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return host_cores
-
-
-def allowed_cores(quota: float | None, cpuset: int, host_cores: int) -> float:
-    """Cores the cgroup may use: its quota, its cpuset, the host."""
-    cores = float(min(c for c in (cpuset, host_cores) if c > 0) if host_cores else cpuset)
-    return min(quota, cores) if quota else cores
 
 
 def cgroup_figures(

@@ -10,10 +10,9 @@ best rung, then the options that helped together; `--exhaustive` measures every 
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import asdict, dataclass, replace
 
-from diskinfo.collectors.host import cpuset_cores
+from diskinfo import cores as container_cores
 
 PREFETCH = (2, 4)
 
@@ -59,7 +58,9 @@ def normal(setting: Setting) -> Setting:
 
 
 def cores() -> int:
-    return cpuset_cores(os.cpu_count() or 1)
+    """The ladder's top: the cores this container may use, its CPU quota included (the
+    verdict's num_workers advice stops there too)."""
+    return container_cores.whole(container_cores.available())
 
 
 def ladder(top: int) -> list[int]:
