@@ -33,6 +33,8 @@ from pathlib import Path
 
 import psutil
 
+from diskinfo import logfiles
+
 CORE = """
 import signal, sys
 from diskinfo.collectors.disk import DiskCollector
@@ -188,7 +190,7 @@ def measure(
     for _, procs in sets:
         for p in procs.values():
             p.wait(timeout=20)
-    samples = sum(1 for _ in open(os.path.join(sets[0][0], "diskinfo.jsonl")))  # noqa: SIM115
+    samples = sum(1 for _ in open(os.path.join(sets[0][0], logfiles.JSONL)))  # noqa: SIM115
     out = {}
     for k in sets[0][1]:
         used = [e[k] - s_[k] for s_, e in zip(start, end, strict=True)]

@@ -37,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 
+from diskinfo import logfiles
 from diskinfo.tune.cache import make_cold
 from tests.helpers.loopdev import Blkio
 
@@ -187,7 +188,7 @@ def one_run(
         stderr=open(run_dir / "watch.stderr", "w"),  # noqa: SIM115 - closed with the process
         env=env,
     )
-    jsonl = run_dir / "diskinfo.jsonl"
+    jsonl = run_dir / logfiles.JSONL
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not jsonl.exists() or jsonl.read_text().count("\n") < 2):
         time.sleep(0.2)  # two intervals recorded: the monitor's start-up walk of the data is done

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from diskinfo import logfiles
 from diskinfo.record import Cause, VerdictName
 from tests.helpers.cgroups import CONTROLLERS, HOG, enter
 from tests.helpers.cgroups import ROOT as CG
@@ -248,8 +249,8 @@ def run_row(row: Row, mnt: Path, dev: str, dirs, other, seconds: float) -> dict:
         monitor.send_signal(signal.SIGTERM)
         _, err = monitor.communicate(timeout=30)
         set_caps(dirs, dev, 0, 0)
-    records = [json.loads(line) for line in (logs / "diskinfo.jsonl").read_text().splitlines()]
-    shutil.copy(logs / "diskinfo.jsonl", RESULTS / "verdicts" / f"{row.name}.jsonl")
+    records = [json.loads(line) for line in (logs / logfiles.JSONL).read_text().splitlines()]
+    shutil.copy(logs / logfiles.JSONL, RESULTS / "verdicts" / f"{row.name}.jsonl")
     result = score(row, records, started, seconds)
     result["monitor_rc"] = monitor.returncode
     if monitor.returncode:
@@ -260,7 +261,7 @@ def run_row(row: Row, mnt: Path, dev: str, dirs, other, seconds: float) -> dict:
 def onset_ts(logs: Path, row: Row, started: float) -> float | None:
     """Start of the interval with the first batch (without loop figures: of the first
     interval that began after the trainer started)."""
-    path = logs / "diskinfo.jsonl"
+    path = logs / logfiles.JSONL
     if not path.exists():
         return None
     for line in path.read_text().splitlines():

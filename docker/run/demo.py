@@ -250,10 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     from torch.utils.data import DataLoader
 
     import diskinfo.torch
+    from diskinfo import logfiles
 
     torch.set_num_threads(1)  # leave the other cores to the monitor and the services
     log_dir = Path(os.environ.get("LOG_DIR", "/workspace/logs"))
-    jsonl = log_dir / "diskinfo.jsonl"
+    jsonl = log_dir / logfiles.JSONL
     interval = float(os.environ.get("DISKINFO_INTERVAL", "5"))
     root = Path(tempfile.mkdtemp(prefix="diskinfo-demo-"))
     try:
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         if before > 0:
             say(f"the fix's effect: {before:.1f} -> {after:.1f} batches/s (x{after / before:.2f})")
         say(
-            f"done. Every figure: {log_dir}/diskinfo.log; a report with a timeline:"
+            f"done. Every figure: {log_dir / logfiles.TEXT_LOG}; a report with a timeline:"
             f" diskinfo report {jsonl}"
         )
         return 0

@@ -18,7 +18,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from diskinfo.analyse.thresholds import shm_small  # the image's venv: root's python3
+from diskinfo.analyse.baseline import default_path  # the image's venv: root's python3
+from diskinfo.analyse.thresholds import shm_small
 from diskinfo.sources import shm
 
 if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the
@@ -315,8 +316,8 @@ def _ports_taken(env: dict[str, str]) -> dict[str, str]:
 
 
 def baseline_path(env: dict[str, str], logs_dir: str) -> str:
-    """Where `diskinfo bench` keeps the device baseline in the image (branch report's rule)."""
-    return env.get("DISKINFO_BASELINE") or f"{logs_dir}/diskinfo-baseline.json"
+    """Where `diskinfo bench` keeps the device baseline in the image: the store's own rule."""
+    return str(default_path({**env, "LOG_DIR": logs_dir}))
 
 
 def _existing(path: str) -> str | None:

@@ -25,12 +25,12 @@ import stat
 import sys
 from collections.abc import Iterator
 
+from diskinfo import logfiles  # the image's venv: root's python3
+
 # The files the image writes in LOG_DIR (and their rotated copies): these, and only these, are
 # handed to NB_USER when the logs directory comes from a run with another uid.
-PROJECT_LOG = re.compile(
-    r"(?:supervisord|sshd|jupyter|train|startup|diskinfo-monitor|diskinfo)\.log(?:\.\d+)?"
-    r"|diskinfo\.jsonl(?:\.\d+)?|diskinfo-baseline\.json|diskinfo\.lock"
-)
+IMAGE_LOGS = r"(?:supervisord|sshd|jupyter|train|startup|diskinfo-monitor)\.log(?:\.\d+)?"
+PROJECT_LOG = re.compile(f"{IMAGE_LOGS}|{logfiles.PATTERN}")
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_HOPS = 40
 # The system's own trees (FHS): a folder in them is never handed to NB_USER, whatever its

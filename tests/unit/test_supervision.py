@@ -15,6 +15,7 @@ from tests.helpers import ROOT
 from tests.helpers.scripts import DOCKER, path_of
 
 CONF = DOCKER / "etc" / "supervisord.conf"
+SRC = ROOT / "src"  # the diskinfo the image installs: this checkout's
 
 
 def test_every_stop_wait_outlasts_supervisords_poll() -> None:
@@ -37,7 +38,8 @@ def test_every_stop_wait_outlasts_supervisords_poll() -> None:
 def test_the_train_exit_listener_ends_cleanly_on_sigterm() -> None:
     """supervisord's SIGTERM at the container's end is the listener's normal end: exit 0
     ('INFO stopped: train-exit (exit status 0)'), not a WARN 'terminated by SIGTERM'."""
-    env = {**os.environ, "PYTHONPATH": str(path_of("safe_paths.py").parent)}
+    # its siblings, and this checkout's diskinfo (safe_paths takes the log names from it)
+    env = {**os.environ, "PYTHONPATH": f"{path_of('safe_paths.py').parent}{os.pathsep}{SRC}"}
     listener = subprocess.Popen(
         [sys.executable, str(path_of("train-exit-listener.py"))],
         stdin=subprocess.PIPE,
@@ -97,7 +99,7 @@ startretries=0
         **image["eventlistener:train-exit"],
         "command": f"{sys.executable} {path_of('train-exit-listener.py')}",
         "environment": f'STARTUP_STATE_DIR="{tmp_path}",'
-        f'PYTHONPATH="{path_of("safe_paths.py").parent}"',
+        f'PYTHONPATH="{path_of("safe_paths.py").parent}{os.pathsep}{SRC}"',
         "autorestart": "false",  # a listener that fails to start fails the test, not loops
         "stderr_logfile": f"{tmp_path}/listener.err",
     }

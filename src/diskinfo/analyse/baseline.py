@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from diskinfo import logfiles
 from diskinfo.fileio import make_dirs, write_atomic
 from diskinfo.loader_state import STATE_DIR_ENV
 from diskinfo.sources.blockid import DeviceIdentity, block_devices, read_identity
@@ -24,7 +25,7 @@ from diskinfo.sources.blockid import DeviceIdentity, block_devices, read_identit
 SCHEMA = "diskinfo.baseline/2"  # /1 (keyed by kernel name, no identity) is read, never used
 BASELINE_ENV = "DISKINFO_BASELINE"
 LOG_DIR_ENV = "LOG_DIR"
-FILE_NAME = "diskinfo-baseline.json"
+FILE_NAME = logfiles.BASELINE
 REMATCH_S = 60.0  # the monitor re-checks identities this often (a disk swapped under its name)
 RESTAT_S = 5.0  # ... and whether the store changed this often: a stat per sample is a syscall
 
@@ -48,17 +49,18 @@ class DeviceBaseline:
         return out
 
 
-def default_path() -> Path:
+def default_path(environ: Mapping[str, str] = os.environ) -> Path:
     """$DISKINFO_BASELINE; else $LOG_DIR/diskinfo-baseline.json (the image sets LOG_DIR to the
     mounted logs directory, so the baseline outlives the container); else the old default:
-    $DISKINFO_STATE_DIR/baseline.json, else ~/.cache/diskinfo/baseline.json."""
-    env = os.environ.get(BASELINE_ENV)
+    $DISKINFO_STATE_DIR/baseline.json, else ~/.cache/diskinfo/baseline.json. The start banner
+    says where it is with the same rule."""
+    env = environ.get(BASELINE_ENV)
     if env:
         return Path(env)
-    log_dir = os.environ.get(LOG_DIR_ENV)
+    log_dir = environ.get(LOG_DIR_ENV)
     if log_dir:
         return Path(log_dir) / FILE_NAME
-    state = os.environ.get(STATE_DIR_ENV)
+    state = environ.get(STATE_DIR_ENV)
     if state:
         return Path(state) / "baseline.json"
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

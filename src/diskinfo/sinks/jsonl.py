@@ -17,10 +17,11 @@ from typing import Any, TextIO
 
 import orjson
 
+from diskinfo import logfiles
 from diskinfo.record import IntervalRecord, utf8_text
 from diskinfo.sinks.rotating import RotatingFile
 
-FILENAME = "diskinfo.jsonl"
+FILENAME = logfiles.JSONL
 MAX_BYTES = 50 * 2**20  # where it rotates (to .1 ... .5): about 19 hours of records at 5 s
 
 

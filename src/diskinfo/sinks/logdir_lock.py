@@ -16,12 +16,13 @@ import os
 import socket
 from typing import TextIO
 
+from diskinfo import logfiles
 from diskinfo.errors import UserError
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.complaints import warn
 from diskinfo.sinks.owner import owner_text, parse_owner
 
-FILENAME = "diskinfo.lock"
+FILENAME = logfiles.LOCK
 
 
 def _holder(fd: int, here: str) -> str:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from diskinfo import logfiles
 from diskinfo.analyse.tally import VerdictTally
 from diskinfo.analyse.thresholds import summary_interval_s
 from diskinfo.record import (
@@ -33,7 +34,7 @@ from diskinfo.record import (
 from diskinfo.sinks.jsonl import FILENAME as JSONL
 from diskinfo.sinks.rotating import RotatingFile
 
-FILENAME = "diskinfo.log"
+FILENAME = logfiles.TEXT_LOG
 
 
 def device_line(fig: DeviceFigures) -> str:
