@@ -217,7 +217,8 @@ def in_process_monitor(path: str) -> Iterator[list[tuple[str, object]]]:
 
     log_dir = tempfile.mkdtemp(prefix="diskinfo-bench-parts-")
     args = build_parser().parse_args(["watch", path, "--log-dir", log_dir, "--echo", "never"])
-    monitor = build_monitor(args)
+    held = contextlib.ExitStack()  # the log folder's lock, for as long as the parts run
+    monitor = build_monitor(args, held)
     steps: list[tuple[str, object]] = [
         (f"collector {type(c).__name__}", c.fill) for c in monitor.collectors
     ]
@@ -233,6 +234,7 @@ def in_process_monitor(path: str) -> Iterator[list[tuple[str, object]]]:
             c.stop()
         for sink in monitor.sinks:
             sink.close()
+        held.close()
 
 
 def deferred_child(k: int, path: str) -> int:

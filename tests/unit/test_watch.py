@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -163,10 +164,11 @@ def test_nonexistent_path_one_line_exit_2():
 
 def test_build_monitor_wires_disk_collector_and_both_sinks(tmp_path):
     args = build_parser().parse_args(["watch", "/", "--log-dir", str(tmp_path), "--count", "1"])
-    mon = build_monitor(args)
-    assert isinstance(mon.collectors[0], DiskCollector)
-    assert {type(s) for s in mon.sinks} >= {TextLogSink, JsonlSink}
-    assert mon.run() == 0
+    with contextlib.ExitStack() as held:
+        mon = build_monitor(args, held)
+        assert isinstance(mon.collectors[0], DiskCollector)
+        assert {type(s) for s in mon.sinks} >= {TextLogSink, JsonlSink}
+        assert mon.run() == 0
     rec = IntervalRecord.from_dict(json.loads((tmp_path / "diskinfo.jsonl").read_text()))
     assert rec.schema == SCHEMA and rec.devices and rec.devices[0].paths == ["/"]
 
@@ -251,3 +253,20 @@ def test_what_cannot_be_measured_is_said_once_for_the_paths_it_holds_alike(capsy
     # without a stream: the stderr of the moment (`diskinfo watch`'s own, or a redirected one)
     say_unmeasurable(SimpleNamespace(resolutions=res))  # type: ignore[arg-type]
     assert capsys.readouterr().err.splitlines() == said
+
+
+def test_a_monitor_that_fails_to_build_releases_the_log_folders_lock(tmp_path, monkeypatch):
+    """The lock's lifetime is the ExitStack's in watch.run: a failure after the lock was taken
+    releases it at once, not whenever the garbage collector gets to it."""
+    from diskinfo.commands import watch
+    from diskinfo.sinks.logdir_lock import LogDirLock
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a sink that cannot start")
+
+    monkeypatch.setattr(watch, "JsonlSink", broken)
+    args = build_parser().parse_args(["watch", "/", "--log-dir", str(tmp_path), "--count", "1"])
+    with pytest.raises(RuntimeError) as failed:
+        watch.run(args)
+    assert failed.value  # the traceback, and the frames in it, are still alive here
+    LogDirLock(str(tmp_path)).close()  # taken again: the failed monitor released it

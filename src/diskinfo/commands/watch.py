@@ -7,6 +7,7 @@ collectors that need it, and wires the analyser and the sinks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import TextIO
@@ -51,7 +52,9 @@ def say_unmeasurable(watched: WatchedPaths, stream: TextIO | None = None) -> Non
         print(f"diskinfo: {', '.join(paths)}: {note}", file=stream or sys.stderr)
 
 
-def build_monitor(args: argparse.Namespace) -> Monitor:
+def build_monitor(args: argparse.Namespace, held: contextlib.ExitStack) -> Monitor:
+    """The monitor `args` describe; the log folder's lock goes into `held`, whose owner
+    releases it after the monitor's run (or at once, when building fails)."""
     if args.count is not None and args.count < 1:
         raise UserError(f"--count must be at least 1, got {args.count}")
     if not args.interval > 0:  # cli.positive_float already refuses it; API callers too
@@ -61,7 +64,7 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
             f"--interval must be at most {MAX_INTERVAL_S} s (a day), got {args.interval:g}"
         )
     watched = watched_paths(args.paths)
-    lock = LogDirLock(args.log_dir)  # before any output: a second monitor stops here
+    held.enter_context(LogDirLock(args.log_dir))  # before any output: a second one stops here
     say_unmeasurable(watched)
     collectors: list[Collector] = [DiskCollector(watched)]
     nfs = watched.nfs_mountpoints()
@@ -106,19 +109,18 @@ def build_monitor(args: argparse.Namespace) -> Monitor:
                 f"{exc}; monitoring goes on without the metrics endpoint "
                 "(another port: --metrics-port; in the image, -e METRICS_PORT=...)"
             )
-    sinks.append(lock)  # closed last, after the logs are flushed
-
     analyser = Diagnoser(BaselineCache())
     return Monitor(args.interval, collectors, sinks, analyser=analyser, count=args.count)
 
 
 def run(args: argparse.Namespace) -> int:
-    monitor = build_monitor(args)
-    monitor.install_signal_handlers()
-    print(
-        f"diskinfo: watching {', '.join(args.paths)} every {args.interval:g} s; "
-        f"logs in {os.path.abspath(args.log_dir)}",
-        file=sys.stderr,
-        flush=True,
-    )
-    return monitor.run()
+    with contextlib.ExitStack() as held:  # the log folder's lock, past the sinks' close
+        monitor = build_monitor(args, held)
+        monitor.install_signal_handlers()
+        print(
+            f"diskinfo: watching {', '.join(args.paths)} every {args.interval:g} s; "
+            f"logs in {os.path.abspath(args.log_dir)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return monitor.run()

@@ -18,7 +18,6 @@ from typing import TextIO
 
 from diskinfo import logfiles
 from diskinfo.errors import UserError
-from diskinfo.record import IntervalRecord
 from diskinfo.sinks.complaints import warn
 from diskinfo.sinks.owner import owner_text, parse_owner
 
@@ -46,7 +45,9 @@ def _holder(fd: int, here: str) -> str:
 
 class LogDirLock:
     """Taken at construction (UserError, exit 1, when another monitor holds it); released by
-    close(). Shaped like a sink so the monitor closes it with the others."""
+    close() or at the end of a `with` block: `diskinfo watch` holds it in an ExitStack around
+    building and running the monitor, so it is released after the sinks have closed, and at
+    once when building fails. Not a sink: nothing is written per interval."""
 
     def __init__(self, log_dir: str, stderr: TextIO | None = None) -> None:
         self.path = os.path.join(log_dir, FILENAME)
@@ -85,13 +86,13 @@ class LogDirLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def write(self, record: IntervalRecord) -> None:
-        """Nothing per interval: the lock is held, not written."""
-
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # releases the flock; the file stays for the next monitor
             self._fd = None
 
-    def __del__(self) -> None:  # a monitor that failed to build must not keep the directory
+    def __enter__(self) -> LogDirLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.close()
