@@ -12,15 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from diskinfo import loader_state
-from diskinfo.collectors.procs import (
-    ProcsCollector,
-    ProcSnapshot,
-    assign_roles,
-    is_launcher,
-    parse_pid_file,
-    process_rates,
-    settle,
-)
+from diskinfo.collectors.procs import ProcsCollector, parse_pid_file, process_rates, settle
+from diskinfo.collectors.proctree import ProcSnapshot
+from diskinfo.collectors.roles import assign_roles, is_launcher
 from diskinfo.record import IntervalRecord
 
 
@@ -490,3 +484,13 @@ def test_a_publisher_outside_the_commands_tree_is_a_main(tmp_path, with_command)
     # what it used, or wanted while this shared machine's other work held the cores
     assert busy.cpu_percent > 0 and busy.cpu_percent + busy.cpu_wait_percent > 30, record.procs
     assert not record.warnings
+
+
+def test_schedstat_run_wait_is_the_second_field():
+    from diskinfo.sources import ParseError
+    from diskinfo.sources.schedstat import parse_run_wait_s, run_wait_s
+
+    assert parse_run_wait_s("123456789 2500000000 42\n") == 2.5
+    with pytest.raises(ParseError):
+        parse_run_wait_s("garbage")
+    assert run_wait_s(os.getpid()) >= 0.0 and run_wait_s(2**22 + 1) == 0.0  # no such process

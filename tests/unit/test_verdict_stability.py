@@ -365,7 +365,8 @@ def test_unknown_console_is_refused(tmp_path):
 
 
 def test_a_worker_born_in_the_interval_gets_its_cpu_from_its_own_start():
-    from diskinfo.collectors.procs import ProcSnapshot, process_rates
+    from diskinfo.collectors.procs import process_rates
+    from diskinfo.collectors.proctree import ProcSnapshot
 
     born = ProcSnapshot(12, 11, "python", 1000.5, read_bytes=0, rchar=0, cpu_s=1.5)
     old = ProcSnapshot(13, 11, "python", 900.0, read_bytes=0, rchar=0, cpu_s=50.0)

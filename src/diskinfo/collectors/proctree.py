@@ -11,6 +11,7 @@ import psutil
 
 from diskinfo import loader_state
 from diskinfo.record import utf8_text
+from diskinfo.sources.schedstat import run_wait_s
 
 MAX_PROCESSES = 256
 TREE_RESCAN_S = 5.0  # a new worker set (each epoch without persistent_workers) shows within
@@ -31,16 +32,6 @@ class ProcSnapshot:
     @property
     def key(self) -> tuple[int, float]:
         return (self.pid, self.create_time)  # a reused PID is a different process
-
-
-def run_wait_s(pid: int) -> float:
-    """Seconds `pid` has waited on a run queue (/proc/PID/schedstat, second field, ns); 0
-    where the kernel has no schedstat."""
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def publishers(directory: Path) -> set[int]:
