@@ -3,7 +3,7 @@
 They run side by side over the same minute, three copies of each (their wake-ups spread over
 the second); CPU is counted from the end of start-up (the first sample) to the end, so it is
 the steady cost per sample. Two what-if rows beside them measure a monitor that would read at
-every wake but analyse and write only every 5 or 10 s (the trade issue 11's target would take).
+every wake but analyse and write only every 5 or 10 s (the trade the iostat target would take).
 Results go to benchmarks/results/overhead.md.
 
     sudo .venv/bin/python benchmarks/bench_overhead.py [--seconds 60] [--copies 3] [--path DIR]
@@ -414,7 +414,7 @@ def write(
             if against
             else []
         ),
-        f"- target at or below iostat's CPU per sample (issue 11): "
+        f"- target at or below iostat's CPU per sample (the cost a user already accepts): "
         f"{'met' if ratio <= 1.0 else 'NOT met'} by the full monitor, "
         f"{'met' if core_ratio <= 1.0 else 'NOT met'} by the core.",
         f"- target < {TARGET_CORE_PCT}% of one core: {'met' if ok_cpu else 'NOT met'}; "
@@ -439,7 +439,7 @@ def write(
             )
             + " (a sketch, not a bound: its wakes are bare preads where a real monitor's would run "
             "each collector's read, and each of its samples reads its files again). A monitor "
-            "built so would come near or under issue 11's target only by holding every JSONL "
+            "built so would come near or under the iostat target only by holding every JSONL "
             "line, log line, verdict and metric back by up to K seconds."
         )
     if warm:
@@ -565,7 +565,7 @@ def scaling(counts: list[int], seconds: float, path: str, copies: int) -> str:
     at_or_below = [n for n, r in ratios if r <= 1.0]
     lines += [
         "",
-        "- the full monitor is at or below iostat's CPU per sample (issue 11's target) at "
+        "- the full monitor is at or below iostat's CPU per sample (the target) at "
         + (" and ".join(map(str, at_or_below)) or "none")
         + " block devices, above it at "
         + (" and ".join(map(str, above)) or "none")

@@ -224,7 +224,7 @@ def build_parser() -> OneLineParser:
     progress_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.pack"))
 
-    # --- tune (issue 14: choose DataLoader settings by measurement) ---
+    # --- tune: choose DataLoader settings by measurement ---
     p = verb(sub, "tune", "measure DataLoader settings on your dataset, name the best")
     p.add_argument("factory", metavar="MODULE:FACTORY", help="a function returning the Dataset")
     p.add_argument(

@@ -1,7 +1,8 @@
-"""The device baseline survives the container (issue 12): `docker exec -u jovyan C diskinfo
-bench` in one container stores it under the mounted logs directory, keyed by the disk's
-identity; the monitor of that container takes it up at once, and the monitor of a second, fresh
-container sharing the logs directory uses it from its first records.
+"""The device baseline survives the container (a bench costs minutes a user pays once):
+`docker exec -u jovyan C diskinfo bench` in one container stores it under the mounted logs
+directory, keyed by the disk's identity; the monitor of that container takes it up at once,
+and the monitor of a second, fresh container sharing the logs directory uses it from its
+first records.
 
 The data sits on its own ext4 loop device, so the watched top device is that loop device in
 both containers, and "N% of its measured M MB/s" in the verdict's evidence says the monitor

@@ -65,7 +65,8 @@ def test_jupyter_answers_with_the_token_and_refuses_without(session, token):
 
 def test_random_token_is_printed_once_to_the_jupyter_log(session, token, mounts):
     assert mounts["logs"].joinpath("jupyter.log").read_text().count(token) == 1
-    # docker logs carries it once, in the banner's openable URL (issue 12), nowhere else
+    # docker logs carries it once, in the banner's openable URL (a user copies it from
+    # there), nowhere else
     in_logs = [line for line in session.logs().splitlines() if token in line]
     assert len(in_logs) == 1 and in_logs[0].startswith("Jupyter    http://127.0.0.1:"), in_logs
     train_env = f"/proc/{session.supervisor_pid('train')}/environ"

@@ -1,4 +1,5 @@
-"""Secrets reach only the programs that need them (issue 15, item 3), read from
+"""Secrets reach only the programs that need them (a secret in a program's environment is
+readable to whoever can read its /proc), read from
 /proc/*/environ as root and as jovyan: the Jupyter token and PUBLIC_KEY reach no program's
 environment; other `-e` secrets reach the training command and Jupyter, never the monitor,
 the log tees, sshd, supervisord or the training wrapper."""

@@ -1,6 +1,6 @@
 """jovyan writes Jupyter configuration of every form Jupyter reads, and Jupyter restarts: the
-token and XSRF checks stay on (issue 15, item 2); the token file cannot be emptied, and an
-empty token stops the server."""
+token and XSRF checks stay on (a token holder must not turn them off for others); the token
+file cannot be emptied, and an empty token stops the server."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """jovyan (anyone with the Jupyter token or an SSH key) plants links where the root-run
 start-up works, then the container restarts: nothing outside /workspace may change owner, mode
-or content, and no root process may run jovyan's code (issue 15, item 1). Also: a logs
-directory from a uid-1000 run works with NB_UID=1234 (issue 12)."""
+or content, and no root process may run jovyan's code. Also: a logs directory from a uid-1000
+run works with NB_UID=1234 (the same mounted logs folder across runs with other uids)."""
 
 from __future__ import annotations
 

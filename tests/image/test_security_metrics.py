@@ -1,7 +1,7 @@
-"""Issue 15 item 8 and issue 12's monitor points, in the built image with the shipped settings.
+"""The monitor's health and limits, in the built image with the shipped settings.
 
-- A monitor that stops sampling (SIGSTOP, the issue's probe) makes the health check fail by
-  its heartbeat's age and the container unhealthy; SIGCONT makes it healthy again.
+- A monitor that stops sampling (SIGSTOP: alive, but no longer sampling) makes the health
+  check fail by its heartbeat's age and the container unhealthy; SIGCONT makes it healthy again.
 - 200 held connections to the metrics port cost the monitor no thread, and a scrape is
   answered while they are held.
 - A second `diskinfo watch` on the built-in monitor's log directory refuses with one line

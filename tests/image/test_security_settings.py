@@ -1,6 +1,6 @@
 """Every bad setting stops the container before any service starts, with one line naming the
-variable (issue 15, items 4, 6, 7 and 9; issue 12's NB_UID=0); values that used to break
-things now work: TRAIN_LOG_MAX_BYTES=50M, DISKINFO_PATHS with a space."""
+variable (NB_UID=0 among them: root as the user would undo every other guard); values that
+used to break things now work: TRAIN_LOG_MAX_BYTES=50M, DISKINFO_PATHS with a space."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Nothing a user creates blocks the start (issue 15, item 5): a FIFO at
-~/.ssh/authorized_keys, a hook that leaves `sleep 600 &` behind; and PUBLIC_KEY lines with
-options are kept (item 9)."""
+"""Nothing a user creates blocks the start (what a user leaves in their home must not lock
+them out): a FIFO at ~/.ssh/authorized_keys, a hook that leaves `sleep 600 &` behind; and
+PUBLIC_KEY lines with options are kept."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ def test_v2_io_max_and_pressure():
 
 
 def test_a_pressure_line_of_an_unknown_kind_is_skipped_not_the_sample():
-    """A kernel may add PSI kinds: one new line must not drop io.pressure (issue 15 item 10)."""
+    """A kernel may add PSI kinds: one new line must not drop io.pressure."""
     psi = cgroup.parse_pressure(text("kernel-variants", "io.pressure"))
     assert psi["some_avg10"] == 12.5 and psi["full_avg10"] == 10.0
     assert not any(key.startswith("stall") for key in psi)

@@ -85,7 +85,7 @@ def test_a_name_that_is_another_field_falls_back_to_the_full_parse():
 
 
 def test_every_line_of_14_or_more_fields_is_read_as_iostat_reads_it():
-    """A kernel that appends counters must not blind the monitor (issue 15 item 10)."""
+    """A kernel that appends counters must not blind the monitor (kernels add fields at the end)."""
     devices, errors = parse(text("kernel-variants", "diskstats"))
     assert not errors
     assert sorted(devices) == ["loop0", "nvme0n1", "nvme0n1p1", "sda", "sdb", "vda"]

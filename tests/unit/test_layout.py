@@ -1,4 +1,4 @@
-"""Issue 11's size rule, kept: no file under src/, scripts/ or docker/ runs past 400 lines, so
+"""The size rule: no file under src/, scripts/ or docker/ runs past 400 lines, so
 a module that starts to do a second job shows it before it is a third."""
 
 from __future__ import annotations
