@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,6 +122,23 @@ def test_without_workers_the_fix_does_not_call_the_training_process_all_loading(
         "num_workers 0 -> 2: loading and the step take turns in the training process "
         "(1.4 of 16 cores busy)"
     )
+
+
+def test_a_step_that_fills_the_cores_gets_no_promise_of_more_workers():
+    """num_workers=0 on 2 cores, the training process at 1.5 cores with half its time in
+    data-wait: loading takes one core of that while the step waits, so the step runs at
+    (1.5 - 0.5) / 0.5 = 2.0 cores. Workers would take their CPU from the step (a user's walk:
+    num_workers 0 -> 2 cut data-wait from 50% to 3% and samples/s went x1.02), so the fix says
+    so instead of promising a gain; with the step at 1 core of 2 it still proposes workers."""
+    two = replace(host(busy=75), cpu_count=2)
+
+    def fixes(main_pct: float) -> list[str]:
+        main = [ProcessIO(pid=2, name="python", role="main", cpu_percent=main_pct)]
+        return decide(rec(loader=loader(0.5), cpu=two, procs=main), BASE).fixes
+
+    assert "more workers will not help: the step uses 2.0 of 2 cores" in fixes(150)
+    assert not any(f.startswith("num_workers") for f in fixes(150))
+    assert any(f.startswith("num_workers 0 -> 2") for f in fixes(100))
 
 
 def test_ddp_ranks_share_the_cores_the_workers_fix_counts():

@@ -43,6 +43,26 @@ def cap_words(c: CgroupIO) -> str:
     return " and ".join(caps)
 
 
+def step_cores(s: Signals) -> float | None:
+    """Cores the training step itself keeps busy, every rank's together: the training
+    processes' CPU outside their data-wait. With num_workers=0 the data-wait is loading in
+    the same process, one core, which is taken off first (None: no loop figures)."""
+    loader = s.loader
+    if loader is None or s.main_cpu is None or loader.wait_share >= 1:
+        return None
+    main = s.main_cpu / 100.0
+    if not loader.num_workers:
+        main -= loader.wait_share
+    return max(0.0, main / (1 - loader.wait_share)) * s.ranks
+
+
+def step_saturates(step: float, cores: float) -> str | None:
+    """The plain words when the step alone fills the cores (tune says the same)."""
+    if not cores or step < t.STEP_SATURATED_SHARE * cores:
+        return None
+    return f"more workers will not help: the step uses {step:.1f} of {cores:g} cores"
+
+
 def workers_fix(s: Signals) -> str | None:
     """num_workers W -> N, with the cores the loaders use and the cores the container has;
     None when the loaders already have every core (more workers would only compete). Each
@@ -61,6 +81,9 @@ def workers_fix(s: Signals) -> str | None:
         suggest = min(suggest, cores // ranks)
     if suggest < 1 or (current is not None and suggest <= current):
         return None
+    step = step_cores(s)
+    if step is not None and (full := step_saturates(step, cores)) is not None:
+        return full  # workers would take their CPU from the step: no gain to promise
     busy = f"{s.loading_cores:.1f} of {cores or '?'} cores"
     if any(p.role == "worker" for p in s.procs):
         load = f"{busy} are busy loading"
@@ -208,7 +231,9 @@ class Fix:
 PRELOAD = Fix("preload into RAM if the data fits", preload_fix)
 WORKERS = Fix(
     "`num_workers W -> N` (N = 2W, at most the container's cores shared by the ranks; none "
-    "when the workers already have every core or every core is busy)",
+    'when the workers already have every core or every core is busy; "more workers will not '
+    'help: the step uses N of M cores" when the step alone keeps '
+    f"{t.STEP_SATURATED_SHARE:.0%} of the cores busy)",
     workers_fix,
 )
 WORKERS_SHORT_QUEUE = Fix(

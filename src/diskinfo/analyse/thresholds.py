@@ -36,6 +36,9 @@ IOWAIT_HIGH_PCT = 10.0
 CONTENTION_WAIT_SHARE = 0.25
 CONTENTION_LEAVE_SHARE = 0.10
 CONTENTION_MIN_WANTED_PCT = 20.0  # less wanted than this (% of one core): too little to judge
+# the training step alone keeps this share of the cores busy (its process's CPU outside the
+# data-wait): workers would take their CPU from the step, so none is promised a gain
+STEP_SATURATED_SHARE = 0.9
 CPU_QUIET_PCT = 30.0  # below this, with a quiet disk and nothing else to judge by: idle
 
 # --- disk ---
@@ -138,6 +141,11 @@ DOCUMENTED: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
                 "PROC_SATURATED_PCT",
                 "% of a core",
                 "a loader process wanting this computes, not waits (`no-workers`, `few-workers`)",
+            ),
+            (
+                "STEP_SATURATED_SHARE",
+                "share",
+                "of the cores kept busy by the step alone: the workers fix promises no gain",
             ),
             (
                 "CPU_WAIT_SHOWN_PCT",
