@@ -13,12 +13,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers.net import free_port, wait_for_port
+from tests.helpers.scrape import seconds
 
 
 @dataclass
@@ -78,13 +78,7 @@ def monitor(
             proc.wait()
 
 
-def scrape(port: int, path: str = "/metrics", timeout: float = 10) -> float:
-    """Seconds one whole scrape took (fails on anything but 200)."""
-    start = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as reply:
-        assert reply.status == 200
-        reply.read()
-    return time.monotonic() - start
+scrape = seconds  # seconds one whole scrape took (tests.helpers.scrape)
 
 
 def hold(port: int, n: int) -> list[socket.socket]:

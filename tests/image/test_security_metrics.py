@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 
 from tests.helpers import net
+from tests.helpers.scrape import seconds
 
 HEALTHCHECK = "/usr/local/lib/pytorch-cuda/healthcheck.sh"
 
@@ -29,10 +30,7 @@ def thread_count(running, pid: int) -> int:
 
 
 def scrape_seconds(port: int) -> float:
-    start = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
-        assert reply.status == 200 and b"diskinfo_records_total" in reply.read()
-    return time.monotonic() - start
+    return seconds(port, must=b"diskinfo_records_total")
 
 
 def test_a_stopped_monitor_makes_the_container_unhealthy_until_it_resumes(container, wait_until):

@@ -19,6 +19,7 @@ import pytest
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.prometheus import PrometheusSink
 from diskinfo.sinks.prometheus.httpd import BoundedWSGIServer
+from tests.helpers.scrape import seconds
 
 
 def server_threads() -> list[str]:
@@ -31,13 +32,6 @@ def sink() -> Iterator[PrometheusSink]:
     s.write(IntervalRecord(ts=time.time(), elapsed_s=1.0))
     yield s
     s.close()
-
-
-def scrape_seconds(port: int, path: str = "/metrics") -> float:
-    start = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
-        assert reply.status == 200 and reply.read()
-    return time.monotonic() - start
 
 
 def reply_of(conn: socket.socket, timeout: float = 5) -> bytes:
@@ -54,7 +48,7 @@ def test_held_connections_cost_no_threads_and_do_not_block_a_scrape(sink):
     assert len(threads) == 5  # the head reader and four workers, whatever the load
     held = [socket.create_connection(("127.0.0.1", sink.port), timeout=5) for _ in range(200)]
     try:
-        assert scrape_seconds(sink.port) < 1.0  # answered while 200 connections sit idle
+        assert seconds(sink.port, timeout=5) < 1.0  # answered while 200 connections sit idle
         assert server_threads() == threads
         # each idle connection gets 408 at its deadline and is closed
         start = time.monotonic()
@@ -65,7 +59,7 @@ def test_held_connections_cost_no_threads_and_do_not_block_a_scrape(sink):
         for c in held:
             c.close()
     assert server_threads() == threads
-    assert scrape_seconds(sink.port) < 1.0
+    assert seconds(sink.port, timeout=5) < 1.0
 
 
 def test_a_request_trickled_byte_by_byte_is_cut_at_the_deadline(sink):
@@ -84,7 +78,7 @@ def test_a_request_trickled_byte_by_byte_is_cut_at_the_deadline(sink):
     else:
         assert closed_after < 2.0
     conn.close()
-    assert scrape_seconds(sink.port) < 1.0
+    assert seconds(sink.port, timeout=5) < 1.0
 
 
 def test_a_burst_of_connects_is_accepted_at_once_and_every_request_answered(sink):

@@ -4,10 +4,8 @@ counters Prometheus gets are the kernel's numbers in base units, next to diskinf
 from __future__ import annotations
 
 import time
-import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from diskinfo.collectors.disk import DiskCollector
 from diskinfo.collectors.nfs import NfsCollector
@@ -15,6 +13,7 @@ from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.prometheus import PrometheusSink
 from tests.helpers.fixtures import resolver, text
+from tests.helpers.scrape import get, samples
 
 # sda: reads, sectors, read ms, io ms, weighted ms (the kernel's field order, 20 fields)
 DISK = "   8       0 sda {r} 7 {s} {t} 3 1 24 5 0 {io} {w} 2 0 16 1 9 4\n"
@@ -22,13 +21,7 @@ PART = "   8       1 sda1 {r} 7 {s} {t} 3 1 24 5 0 {io} {w} 2 0 16 1\n"
 
 
 def scrape(sink: PrometheusSink) -> dict[tuple, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{sink.port}/metrics", timeout=5) as r:
-        body = r.read().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for fam in text_string_to_metric_families(body)
-        for s in fam.samples
-    }
+    return samples(get(sink.port)[2])
 
 
 class Feed:

@@ -31,6 +31,8 @@ from diskinfo.sinks.prometheus import (
 )
 from tests.helpers.docs import generated
 from tests.helpers.records import DISKSTATS, full_record
+from tests.helpers.scrape import families
+from tests.helpers.scrape import get as scrape_get
 
 SECRET = "s3cr3t-T0KEN-4f9a"  # planted wherever a careless exporter might copy text from
 
@@ -43,17 +45,14 @@ def sink():
 
 
 def get(sink: PrometheusSink, path: str) -> tuple[int, str, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{sink.port}{path}", timeout=5) as r:
-            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers.get("Content-Type", ""), exc.read().decode()
+    return scrape_get(sink.port, path)
 
 
-def scrape(sink: PrometheusSink) -> dict[str, object]:
+def scrape(sink: PrometheusSink) -> tuple[dict[str, object], str]:
+    """(families by name, the text) of one scrape."""
     status, ctype, text = get(sink, "/metrics")
     assert status == 200 and ctype.startswith("text/plain")
-    return {f.name: f for f in text_string_to_metric_families(text)}, text
+    return families(text), text
 
 
 def samples(families, name: str) -> dict[tuple, float]:
