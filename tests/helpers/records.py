@@ -241,3 +241,23 @@ def write_run(path: Path, records: list[IntervalRecord]) -> Path:
     """The records as a monitor's JSONL file."""
     path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records))
     return path
+
+
+# The held-verdict and log-line tests' interval: a 16-core host, one watched loop device,
+# 5 s long; SMALL_FILE_READS is what a cold tree of small files shows on it.
+def loop_figures(share: float, workers: int = 0) -> LoaderFigures:
+    return LoaderFigures(
+        batches=50, wait_s=4.9 * share, step_s=4.9 * (1 - share), wait_share=share,
+        processes=1, num_workers=workers,
+    )  # fmt: skip
+
+
+def judged_record(**kw) -> IntervalRecord:
+    kw.setdefault("cpu", HostFigures(cpu_busy=10, cpu_count=16, mem_available_mb=20000))
+    kw.setdefault("devices", [DeviceFigures("loop0", paths=["/data"])])
+    return IntervalRecord(ts=1796217557.0, elapsed_s=5.0, **kw)
+
+
+SMALL_FILE_READS = [
+    DeviceFigures("loop0", paths=["/data"], r_s=1595, rmb_s=94.2, rareq_sz=60, aqu_sz=1.1)
+]

@@ -1,4 +1,5 @@
-"""Node pressure (pure function) and `diskinfo status` against a real exporter over HTTP."""
+"""analyse/pressure.py: node pressure (a pure function), and `diskinfo status` against a real
+exporter over HTTP."""
 
 from __future__ import annotations
 

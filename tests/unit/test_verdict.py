@@ -1,4 +1,5 @@
-"""Verdicts: one per interval, from the figures the collectors filled, with evidence and fixes."""
+"""analyse/verdict.py: one verdict per interval, from the figures the collectors filled, with
+evidence and fixes (and the Diagnoser's per-interval pieces it needs)."""
 
 from __future__ import annotations
 
