@@ -10,7 +10,7 @@ from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures, ProcessIO
 from diskinfo.sinks import rotating
 from diskinfo.sinks.jsonl import JsonlSink, encode
 from diskinfo.sinks.rotating import RotatingFile
-from diskinfo.sinks.textlog import TextLogSink, device_line, verdict_lines
+from diskinfo.sinks.textlog import TextLogSink, device_line, evidence_lines
 from tests.helpers import ROOT, records
 
 
@@ -180,8 +180,8 @@ def test_procs_line_shows_the_top_readers_then_the_busiest():
         ProcessIO(pid=117, name="python", role="main", cpu_percent=194.0),
         ProcessIO(pid=116, name="python", role="child", rchar_mb_s=0.001),
     ]
-    line = next(x for x in verdict_lines(rec) if x.startswith("[Procs]"))
+    line = next(x for x in evidence_lines(rec) if x.startswith("[Procs]"))
     assert line.split()[1::4] == ["main:117", "launcher:113", "child:116"], line
     rec.procs.append(ProcessIO(pid=120, name="python", role="worker", read_mb_s=3.0))
-    line = next(x for x in verdict_lines(rec) if x.startswith("[Procs]"))
+    line = next(x for x in evidence_lines(rec) if x.startswith("[Procs]"))
     assert line.split()[1::4] == ["worker:120", "main:117", "launcher:113", "child:116"], line

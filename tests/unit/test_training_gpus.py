@@ -18,7 +18,7 @@ from diskinfo.record import GpuFigures, ProcessIO, VerdictName
 from diskinfo.report.summary import summarise
 from diskinfo.report.text import render
 from diskinfo.sinks.prometheus.render import RecordCollector, _Totals
-from diskinfo.sinks.textlog import verdict_lines
+from diskinfo.sinks.textlog import evidence_lines
 from diskinfo.torch import cuda_device_uuids
 from tests.helpers.records import disk, loader
 from tests.helpers.records import training_record as rec
@@ -167,7 +167,7 @@ def test_unused_gpus_are_shown_as_unused_and_left_out_of_means():
     node = rec(gpus=eight(busy()), loader=loader(0.02, workers=8))
     mark(node.gpus, Hints())
     node.verdict = decide(node, BASE)
-    lines = verdict_lines(node)
+    lines = evidence_lines(node)
     assert "unused" not in lines[0] and all("(unused by the training)" in x for x in lines[1:8])
     doc = status_document(node, now=node.ts)
     assert doc["gpu_util_mean"] == pytest.approx(96) and doc["gpus_unused"] == list(range(1, 8))
@@ -184,7 +184,7 @@ def test_mig_and_lost_gpus_are_not_judged():
     node = rec(gpus=gpus, loader=loader(0.02, workers=8))
     alone = rec(gpus=[busy()], loader=loader(0.02, workers=8))
     assert decide(node, BASE).summary == decide(alone, BASE).summary
-    lines = verdict_lines(node)
+    lines = evidence_lines(node)
     assert "utilisation not supported (MIG)" in lines[1] and "lost" in lines[2]
 
 

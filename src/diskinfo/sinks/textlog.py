@@ -103,7 +103,7 @@ def gpu_line(g: GpuFigures) -> str:
     )
 
 
-def verdict_lines(record: IntervalRecord) -> list[str]:
+def evidence_lines(record: IntervalRecord) -> list[str]:
     """GPU, processes and the data loader: per-interval figures behind the verdict."""
     out = [gpu_line(g) for g in record.gpus or []]
     # who reads most, as the line shows it (to 0.01 MB/s); among equals, who uses most CPU:
@@ -235,7 +235,7 @@ def lines(record: IntervalRecord) -> list[str]:
         for f in record.cgroup_io
         if f.read_ios_s or f.write_ios_s or f.read_bps or f.write_bps or f.read_iops or f.write_iops
     ]
-    out += verdict_lines(record)
+    out += evidence_lines(record)
     out += [f"[warning] {w}" for w in record.warnings]
     return out
 
