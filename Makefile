@@ -33,8 +33,18 @@ RUN_ARGS ?=
 JUPYTER_PORT ?= 8888
 SSH_HOST_PORT ?= 2222
 METRICS_HOST_PORT ?= 9101
-# make stand-in: the torch it puts in the wheelhouse (a CPU build for the stand-in's Python 3.11)
-STAND_IN_TORCH ?= 2.13.0
+# The image's torch line, from the Dockerfile's ARGs (declared there once): the test venv and
+# the stand-in run it too, PyPI's Linux build (CUDA 12.6 libraries, on the CPU here).
+PINNED_TORCH := $(shell sed -n 's/^ARG TORCH_VERSION=//p' Dockerfile)
+PINNED_TORCHVISION := $(shell sed -n 's/^ARG TORCHVISION_VERSION=//p' Dockerfile)
+PINNED_TORCHAUDIO := $(shell sed -n 's/^ARG TORCHAUDIO_VERSION=//p' Dockerfile)
+# make stand-in: the torch line it puts in the wheelhouse, with its dependencies, for the
+# stand-in's Python 3.11 (glibc 2.36: pip takes each manylinux tag it may use literally)
+STAND_IN_TORCH ?= $(PINNED_TORCH)
+STAND_IN_TORCHVISION ?= $(PINNED_TORCHVISION)
+STAND_IN_TORCHAUDIO ?= $(PINNED_TORCHAUDIO)
+STAND_IN_PLATFORMS := $(foreach v,$(shell seq 36 -1 5),--platform manylinux_2_$(v)_x86_64) \
+  --platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64
 STAND_IN_WHEELHOUSE ?= wheelhouse
 PYTHON ?= python3
 VENV ?= .venv
@@ -49,7 +59,8 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]' 'torch==2.13.0'
+	$(VENV)/bin/pip install -q $(if $(wildcard $(STAND_IN_WHEELHOUSE)/*.whl),--find-links $(STAND_IN_WHEELHOUSE)) \
+	  -e '.[dev]' 'torch==$(PINNED_TORCH)' 'torchvision==$(PINNED_TORCHVISION)' 'torchaudio==$(PINNED_TORCHAUDIO)'
 	touch $@
 
 dev: $(VENV)/.installed
@@ -136,15 +147,21 @@ stand-in: stand-in-base stand-in-wheel
 	$(MAKE) build $(STAND_IN_SETTINGS)
 
 STAND_IN_SETTINGS = BASE_IMAGE=$(STAND_IN_BASE) WHEELHOUSE=$(STAND_IN_WHEELHOUSE) \
-  TORCH_VERSION=$(STAND_IN_TORCH) DOCKER=$(DOCKER) \
+  TORCH_VERSION=$(STAND_IN_TORCH) TORCHVISION_VERSION=$(STAND_IN_TORCHVISION) \
+  TORCHAUDIO_VERSION=$(STAND_IN_TORCHAUDIO) DOCKER=$(DOCKER) \
   $(if $(CA_BUNDLE),,$(if $(wildcard /etc/ssl/certs/ca-certificates.crt),CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt))
 
+STAND_IN_PINS = torch==$(STAND_IN_TORCH) $(if $(STAND_IN_TORCHVISION),torchvision==$(STAND_IN_TORCHVISION)) \
+  $(if $(STAND_IN_TORCHAUDIO),torchaudio==$(STAND_IN_TORCHAUDIO))
 stand-in-wheel:
-	@if ! ls $(STAND_IN_WHEELHOUSE)/torch-$(STAND_IN_TORCH)*.whl >/dev/null 2>&1; then \
-	  echo "downloading torch $(STAND_IN_TORCH) (CPU, Python 3.11) into $(STAND_IN_WHEELHOUSE)/"; \
-	  $(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
-	    --platform manylinux_2_28_x86_64 -d $(STAND_IN_WHEELHOUSE) torch==$(STAND_IN_TORCH) \
-	  || { echo "make stand-in: pip could not download torch==$(STAND_IN_TORCH) into $(STAND_IN_WHEELHOUSE)/" >&2; exit 1; }; fi
+	@if ! { ls $(STAND_IN_WHEELHOUSE)/torch-$(STAND_IN_TORCH)[-+]*.whl \
+	    $(if $(STAND_IN_TORCHVISION),$(STAND_IN_WHEELHOUSE)/torchvision-$(STAND_IN_TORCHVISION)[-+]*.whl) \
+	    $(if $(STAND_IN_TORCHAUDIO),$(STAND_IN_WHEELHOUSE)/torchaudio-$(STAND_IN_TORCHAUDIO)[-+]*.whl); \
+	  } >/dev/null 2>&1; then \
+	  echo "downloading $(strip $(STAND_IN_PINS)) and their dependencies (Python 3.11) into $(STAND_IN_WHEELHOUSE)/"; \
+	  $(PYTHON) -m pip download -q --only-binary=:all: --python-version 3.11 $(STAND_IN_PLATFORMS) \
+	    -d $(STAND_IN_WHEELHOUSE) $(STAND_IN_PINS) \
+	  || { echo "make stand-in: pip could not download $(strip $(STAND_IN_PINS)) into $(STAND_IN_WHEELHOUSE)/" >&2; exit 1; }; fi
 
 # The demo: a small dataset, a short training with diskinfo.torch.watch, verdicts within a minute.
 demo:

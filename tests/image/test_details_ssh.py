@@ -31,8 +31,11 @@ def env_container(module_container, ssh_key):
 
 def test_ssh_command_sees_torch_env_and_no_secrets(env_container, ssh_key, ssh_client, ssh_run):
     client = ssh_client(env_container, key=ssh_key.key)
-    status, out = ssh_run(client, 'python -c "import torch; print(torch.__version__)"', timeout=60)
-    assert status == 0 and "2.13.0" in out, out
+    version = 'python -c "import torch; print(torch.__version__)"'
+    status, out = ssh_run(client, version, timeout=60)
+    code, image_torch = env_container.exec(version, timeout=60)
+    assert code == 0 and image_torch.strip(), image_torch
+    assert status == 0 and out.strip() == image_torch.strip(), out
     status, out = ssh_run(client, 'printf "%s|%s|%s" "$MY_SETTING" "$LD_LIBRARY_PATH" "$PWD"')
     assert out == "it's $HOME; here|/opt/extra/lib|/workspace", out
     env = dict(e.split("=", 1) for e in env_container.obj.attrs["Config"]["Env"])
