@@ -13,6 +13,9 @@
 # The default base is CUDA's *base* image: torch's cu118 wheels bring the CUDA runtime, cuDNN
 # and NCCL as pip packages, so a cudnn base image would ship a second copy (about 2 GB).
 ARG BASE_IMAGE=nvidia/cuda:11.8.0-base-ubuntu22.04
+# The CUDA line of BASE_IMAGE and of torch's wheels (TORCH_INDEX_URL): 11.8, or 12.8 for
+# Blackwell GPUs (`make build CUDA=12.8` sets all three).
+ARG CUDA=11.8
 # torch, declared once for every stage (each repeats a bare ARG to see it). 2.7 is the last
 # PyTorch line with CUDA 11.8 wheels.
 ARG TORCH_VERSION=2.7.1
@@ -44,7 +47,9 @@ FROM os AS torch
 ARG TORCH_VERSION
 ARG TORCHVISION_VERSION=0.22.1
 ARG TORCHAUDIO_VERSION=2.7.1
-ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu118
+ARG CUDA
+# empty: PyTorch's index for CUDA (cu118, cu128)
+ARG TORCH_INDEX_URL=
 # torch and its dependencies (the nvidia-*-cu11 wheels) come from TORCH_INDEX_URL alone, as
 # PyTorch's install docs do, so PyPI's default CUDA build can never be picked instead; wheels in
 # docker/wheelhouse/ (torch among them) are used instead of TORCH_INDEX_URL when there are any.
@@ -57,7 +62,8 @@ RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
     pkgs=("torch==${TORCH_VERSION}") \
     && if [ -n "$TORCHVISION_VERSION" ]; then pkgs+=("torchvision==${TORCHVISION_VERSION}"); fi \
     && if [ -n "$TORCHAUDIO_VERSION" ]; then pkgs+=("torchaudio==${TORCHAUDIO_VERSION}"); fi \
-    && pip-install --index-unless-wheelhouse "$TORCH_INDEX_URL" "${pkgs[@]}"
+    && index=${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cu${CUDA//./}} \
+    && pip-install --index-unless-wheelhouse "$index" "${pkgs[@]}"
 
 # ---------------------------------------------------------------------------------------------
 FROM torch AS tools
@@ -102,8 +108,10 @@ ARG IMAGE_VERSION=dev
 ARG VCS_REF=unknown
 ARG TORCH_VERSION
 ARG BASE_IMAGE
+ARG CUDA
 LABEL org.opencontainers.image.title="pytorch-cuda-diskinfo" \
-      org.opencontainers.image.description="PyTorch + CUDA 11.8, JupyterLab, SSH and an I/O monitor that says whether training waits for data" \
+      org.opencontainers.image.description="PyTorch + CUDA ${CUDA}, JupyterLab, SSH and an I/O monitor that says whether training waits for data" \
+      io.pytorch-cuda.cuda="${CUDA}" \
       org.opencontainers.image.version="${IMAGE_VERSION}" \
       org.opencontainers.image.revision="${VCS_REF}" \
       org.opencontainers.image.licenses="Apache-2.0" \
@@ -164,13 +172,16 @@ CMD []
 # For building CUDA extensions: nvcc and the CUDA headers torch's extension builder includes,
 # from NVIDIA's apt repository that the nvidia/cuda base image already configures.
 FROM runtime AS devel
+ARG CUDA
+# hadolint ignore=SC3060  # the os stage's SHELL is bash, which hadolint does not see here
 RUN --mount=type=cache,id=apt-cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,id=apt-lists,target=/var/lib/apt/lists,sharing=locked \
     --mount=type=secret,id=ca_bundle,required=false \
     --mount=type=bind,source=docker/build/apt-install,target=/usr/local/bin/apt-install \
-    apt-install build-essential cuda-nvcc-11-8 cuda-cudart-dev-11-8 cuda-nvrtc-dev-11-8 \
-        libcublas-dev-11-8 libcusparse-dev-11-8 libcusolver-dev-11-8 libcurand-dev-11-8 \
-        cuda-nvtx-11-8 \
+    v=${CUDA//./-} \
+    && apt-install build-essential "cuda-nvcc-$v" "cuda-cudart-dev-$v" "cuda-nvrtc-dev-$v" \
+        "libcublas-dev-$v" "libcusparse-dev-$v" "libcusolver-dev-$v" "libcurand-dev-$v" \
+        "cuda-nvtx-$v" \
     && nvcc --version
 ENV CUDA_HOME=/usr/local/cuda
 

@@ -8,8 +8,19 @@ DOCKER := $(shell for c in docker /usr/bin/docker; do command -v $$c >/dev/null 
   v=$$($$c version --format '{{.Client.Version}}' 2>/dev/null); \
   if [ "$${v%%.*}" -lt 23 ] 2>/dev/null; then echo $$c; exit; fi; done; echo docker)
 endif
-IMAGE ?= pytorch-cuda-diskinfo:latest
-BASE_IMAGE ?= nvidia/cuda:11.8.0-base-ubuntu22.04
+# The CUDA line: 11.8 (the default; Maxwell to Hopper, driver >= 520) or 12.8 (adds Blackwell,
+# sm_100 and sm_120, which 11.8 cannot run; driver >= 570). Each picks NVIDIA's base image and
+# PyTorch's wheel index for that CUDA; torch, torchvision and torchaudio stay the same line.
+CUDA ?= 11.8
+CUDA_BASE_11.8 := nvidia/cuda:11.8.0-base-ubuntu22.04
+CUDA_BASE_12.8 := nvidia/cuda:12.8.1-base-ubuntu22.04
+ifeq ($(CUDA_BASE_$(CUDA)),)
+$(error CUDA=$(CUDA) is not a variant of this image: 11.8 (default) or 12.8 (Blackwell GPUs))
+endif
+CUDA_TAG := cu$(subst .,,$(CUDA))
+IMAGE ?= pytorch-cuda-diskinfo:$(if $(filter 11.8,$(CUDA)),latest,$(CUDA_TAG))
+BASE_IMAGE ?= $(CUDA_BASE_$(CUDA))
+TORCH_INDEX_URL ?= https://download.pytorch.org/whl/$(CUDA_TAG)
 STAND_IN_BASE ?= local/bookworm:base
 TEST_IMAGE ?= pytorch-cuda-diskinfo:test
 # Offline / stand-in builds: a directory of wheels (torch among them) and the torch version in it
@@ -117,6 +128,7 @@ wheelhouse:
 	  cp -l "$(WHEELHOUSE)"/*.whl $(WHEEL_STAGE)/ 2>/dev/null || cp "$(WHEELHOUSE)"/*.whl $(WHEEL_STAGE)/; fi
 
 _BUILD_ARGS = --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+  --build-arg CUDA=$(CUDA) --build-arg TORCH_INDEX_URL=$(TORCH_INDEX_URL) \
   --build-arg IMAGE_VERSION=$$(git describe --always --dirty 2>/dev/null || echo dev) \
   --build-arg VCS_REF=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
   $(if $(TORCH_VERSION),--build-arg TORCH_VERSION=$(TORCH_VERSION) \

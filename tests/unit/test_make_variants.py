@@ -1,11 +1,13 @@
-"""The make variables that choose what is built and tested, checked on `make -n` (the real
-builds need registries this machine cannot reach): the test venv and the stand-in install the
-Dockerfile's torch line."""
+"""`make build CUDA=12.8`, the Blackwell variant, reaches NVIDIA's CUDA 12.8 base and PyTorch's
+cu128 index, and the default stays 11.8 (checked on `make -n`: the real build needs registries
+this machine cannot reach). The test venv and the stand-in install the Dockerfile's torch line."""
 
 from __future__ import annotations
 
 import re
 import subprocess
+
+import pytest
 
 from tests.helpers import ROOT
 
@@ -14,6 +16,50 @@ def _make(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
     )
+
+
+def _build_args(*args: str) -> dict[str, str]:
+    out = _make("build", "DOCKER=docker", *args)
+    assert out.returncode == 0, out.stderr
+    found = dict(re.findall(r"--build-arg (BASE_IMAGE|CUDA|TORCH_INDEX_URL)=(\S+)", out.stdout))
+    found["tag"] = re.search(r" -t (\S+)", out.stdout).group(1)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("args", "base", "cuda", "index", "tag"),
+    [
+        ((), "nvidia/cuda:11.8.0-base-ubuntu22.04", "11.8", "cu118", "latest"),
+        (("CUDA=12.8",), "nvidia/cuda:12.8.1-base-ubuntu22.04", "12.8", "cu128", "cu128"),
+    ],
+)
+def test_each_cuda_variant_reaches_its_base_and_index(args, base, cuda, index, tag):
+    assert _build_args(*args) == {
+        "BASE_IMAGE": base,
+        "CUDA": cuda,
+        "TORCH_INDEX_URL": f"https://download.pytorch.org/whl/{index}",
+        "tag": f"pytorch-cuda-diskinfo:{tag}",
+    }
+
+
+def test_settings_given_win_over_the_variants():
+    found = _build_args("CUDA=12.8", "BASE_IMAGE=local/bookworm:base", "IMAGE=mine:1")
+    assert found["BASE_IMAGE"] == "local/bookworm:base" and found["tag"] == "mine:1"
+    assert found["TORCH_INDEX_URL"].endswith("/cu128")
+
+
+def test_an_unknown_cuda_is_one_line():
+    out = _make("build", "CUDA=12.4")
+    assert out.returncode != 0
+    assert "CUDA=12.4 is not a variant of this image: 11.8 (default) or 12.8" in out.stderr
+
+
+def test_the_dockerfile_derives_the_index_and_nvcc_from_cuda():
+    """Plain `docker build --build-arg CUDA=12.8` gets the cu128 index and cuda-nvcc-12-8."""
+    text = (ROOT / "Dockerfile").read_text()
+    assert "index=${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cu${CUDA//./}}" in text
+    assert "v=${CUDA//./-}" in text and '"cuda-nvcc-$v"' in text
+    assert "11-8" not in text
 
 
 def test_the_test_venv_and_the_stand_in_run_the_dockerfiles_torch_line():
