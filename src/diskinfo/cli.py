@@ -252,6 +252,20 @@ def build_parser() -> OneLineParser:
         "--step-ms", type=float, default=0.0, help="simulated training step per batch (default 0)"
     )
     p.add_argument(
+        "--step-cpu",
+        type=float,
+        default=None,
+        metavar="CORES",
+        help="cores the simulated step keeps busy (as `diskinfo watch` shows the training "
+        "process's CPU outside data-wait); caps what workers can gain",
+    )
+    p.add_argument(
+        "--step",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="your training step, called with each batch, so its CPU competes as in training",
+    )
+    p.add_argument(
         "--max-workers", type=int, default=None, metavar="N", help="top rung (default: the cores)"
     )
     p.add_argument(

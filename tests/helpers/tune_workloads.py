@@ -93,3 +93,18 @@ def files_or_shards(shards: str | None = None) -> torch.utils.data.Dataset:
 
         return ShardDataset(shards, transform=_length)
     return Files(os.environ["TUNE_FILES"])
+
+
+_WEIGHTS = torch.randn(64, 64) / 8
+
+
+def busy_step(batch: torch.Tensor) -> float:
+    """A training step on the CPU: matrix products on the process's intra-op threads."""
+    x = torch.ones(len(batch), 64)
+    for _ in range(200):
+        x = torch.tanh(x @ _WEIGHTS)
+    return float(x.sum())
+
+
+def failing_step(batch: torch.Tensor) -> None:
+    raise ValueError("shapes (32,1) and (64,64) do not match")

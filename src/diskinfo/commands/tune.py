@@ -14,6 +14,15 @@ from diskinfo.tune import Options, tune
 from diskinfo.tune.table import caveat, plot, render, verdict, write_json
 
 
+def step_words(opts: Options, step_cores: float) -> str:
+    if opts.step:
+        return f"{opts.step} on every batch ({step_cores:.1f} cores under the current setting)"
+    if opts.step_ms:
+        cpu = f"{opts.step_cpu:g} cores" if opts.step_cpu is not None else "no CPU (--step-cpu)"
+        return f"simulated, {opts.step_ms:g} ms per batch at {cpu}"
+    return "none (the loader alone)"
+
+
 def run(args: argparse.Namespace) -> int:
     opts = Options(
         factory=args.factory,
@@ -23,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         pack=args.pack,
         cold=args.cold,
         step_ms=args.step_ms,
+        step=args.step,
+        step_cpu=args.step_cpu,
         max_workers=args.max_workers,
         current=args.current,
         exhaustive=args.exhaustive,
@@ -42,13 +53,14 @@ def run(args: argparse.Namespace) -> int:
     drew = plot(png, outcome.results, outcome.current, outcome.chosen, outcome.epoch, title)
     print(f"{document['factory']}: batch {outcome.batch_size}, {document['search']} search, "
           f"{document['spent_s']:.0f} s of a {opts.budget:.0f} s budget; cache: "
-          f"{document['cache']}; step {opts.step_ms:g} ms per batch")  # fmt: skip
+          f"{document['cache']}; step: {step_words(opts, outcome.step_cores)}")  # fmt: skip
     for p in outcome.first_passes:
         what = "shards" if p["shards"] else "dataset"
         done = "complete" if p["complete"] else "cut short by the budget"
         print(f"first pass over the {what}: {p['samples']:,} samples in {p['seconds']} s ({done})")
     print(render(outcome.results, outcome.current, outcome.chosen, outcome.epoch))
-    for line in verdict(outcome.chosen, outcome.current, outcome.epoch, outcome.batch_size):
+    for line in verdict(outcome.chosen, outcome.current, outcome.epoch, outcome.batch_size,
+                        outcome.saturated):  # fmt: skip
         print(line)
     for line in caveat(outcome.results, outcome.chosen, outcome.epoch, opts.budget):
         print(line)

@@ -19,6 +19,7 @@ from typing import Any
 from diskinfo.errors import UserError
 from diskinfo.tune import grid
 from diskinfo.tune.cache import can_drop
+from diskinfo.tune.cap import for_runner, saturated
 from diskinfo.tune.grid import Setting
 from diskinfo.tune.load import accepts_shards, call_factory, load_object
 from diskinfo.tune.runner import Result, Runner
@@ -38,6 +39,8 @@ class Options:
     pack: str | None = None
     cold: bool = False
     step_ms: float = 0.0
+    step: str | None = None  # MODULE:FUNCTION, called with each batch as the training step
+    step_cpu: float | None = None  # cores the simulated step keeps busy (with step_ms)
     max_workers: int | None = None
     current: str | None = None
     exhaustive: bool = False
@@ -68,6 +71,18 @@ class Outcome:
             "results": [r.as_dict(self.epoch) for r in self.results],
         }
 
+    @property
+    def step_cores(self) -> float:
+        """Cores the step keeps busy: as given (--step-cpu), else as the user's step ran under
+        the current setting (with num_workers=0 no worker competes with it)."""
+        given = self.meta.get("step_cpu")
+        return given if given is not None else self.current.step_cores
+
+    @property
+    def saturated(self) -> str | None:
+        """'more workers will not help: the step uses N of M cores', or None."""
+        return saturated(self.step_cores, self.meta.get("cores") or grid.cores())
+
 
 def parse_current(text: str) -> Setting:
     """'num_workers=2,prefetch_factor=4,persistent_workers=true' -> Setting."""
@@ -96,12 +111,18 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
         ("--batch-size", opts.batch_size, 1),
         ("--max-workers", opts.max_workers, 0),
         ("--step-ms", opts.step_ms, 0),
+        ("--step-cpu", opts.step_cpu, 0),
     ):
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low:g}, got {value:g}")
     if opts.cold and not can_drop():
         raise UserError("--cold needs root: it drops the page cache (/proc/sys/vm/drop_caches)")
+    if opts.step and opts.step_ms:
+        raise UserError("--step runs your step; --step-ms simulates one: give one of them")
+    if opts.step_cpu is not None and not opts.step_ms:
+        raise UserError("--step-cpu is the simulated step's CPU: it needs --step-ms")
     name, factory = load_object(opts.factory)
+    step = load_object(opts.step, "FUNCTION")[1] if opts.step else None
     files = call_factory(name, factory)
     collate = load_object(opts.collate, "FUNCTION")[1] if opts.collate else files.collate_fn
     files.collate_fn = collate
@@ -133,7 +154,11 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
         epoch: int | None = len(files.dataset)
     except TypeError:
         epoch = None
-    runner = Runner(files, shards, batch, opts.step_ms / 1000, opts.cold)
+    simulated = None
+    if opts.step_ms:  # a sleep takes no core: its cap says how many the real step would
+        simulated = for_runner(cores, opts.step_cpu or 0.0, opts.step_ms / 1000 / batch)
+    runner = Runner(files, shards, batch, opts.step_ms / 1000, opts.cold, step, simulated or
+                    (lambda r: None))  # fmt: skip
     start = time.monotonic()
 
     def left() -> float:
@@ -184,7 +209,9 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
             confirmed.add(s)
 
     leaders = sorted(measured.values(), key=lambda r: -r.epoch_rate(epoch))[:CONFIRM]
-    confirm([r.setting for r in leaders] + [best(list(measured.values()), epoch).setting])
+    # the current setting too: its rate is the denominator of every gain tune states
+    confirm([r.setting for r in leaders] + [best(list(measured.values()), epoch).setting,
+             current])  # fmt: skip
     confirm([best(list(measured.values()), epoch).setting])
     results = list(measured.values())
     meta = {
@@ -198,8 +225,13 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
         "gpu": gpu,
         "cores": cores,
         "step_ms": opts.step_ms,
+        "step": opts.step,
+        "step_cpu": opts.step_cpu,
         "pack": str(Path(opts.pack).resolve()) if opts.pack else None,
     }
-    return Outcome(
+    outcome = Outcome(
         results, measured[current], best(results, epoch), epoch, batch, first_passes, meta
     )
+    meta["step_cores"] = round(outcome.step_cores, 2)
+    meta["saturated"] = outcome.saturated
+    return outcome

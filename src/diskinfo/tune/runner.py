@@ -19,7 +19,7 @@ import os
 import random
 import resource
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,13 @@ class Result:
     cpu_per_worker: float  # cores: 1.0 = one core busy (the main process for num_workers=0)
     cache: str
     runs: int = 1  # measurements pooled into this one
+    # per sample, in seconds: the step's wall time and CPU (its process's, every thread), and
+    # the loading's CPU (the workers', or the main process's inside next() with none)
+    step_s: float = 0.0
+    step_cpu_s: float = 0.0
+    load_cpu_s: float = 0.0
+    # samples/s the cores allow once the step takes its share (tune/cap.py; None: no cap)
+    ceiling: float | None = None
 
     def merge(self, other: Result) -> Result:
         """Two measurements of one setting pooled: samples over seconds, times averaged."""
@@ -60,11 +67,33 @@ class Result:
             (self.cpu_per_worker + other.cpu_per_worker) / 2,
             self.cache,
             self.runs + other.runs,
+            *(
+                (a * self.seconds + b * other.seconds) / max(self.seconds + other.seconds, 1e-9)
+                for a, b in (
+                    (self.step_s, other.step_s),
+                    (self.step_cpu_s, other.step_cpu_s),
+                    (self.load_cpu_s, other.load_cpu_s),
+                )
+            ),
+            None
+            if self.ceiling is None or other.ceiling is None
+            else min(self.ceiling, other.ceiling),
         )
 
     @property
-    def rate(self) -> float:
+    def measured_rate(self) -> float:
         return self.samples / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def rate(self) -> float:
+        """The measured rate, capped by what the cores allow beside the step."""
+        if self.ceiling is None:
+            return self.measured_rate
+        return min(self.measured_rate, self.ceiling)
+
+    @property
+    def step_cores(self) -> float:
+        return self.step_cpu_s / self.step_s if self.step_s > 0 else 0.0
 
     def epoch_rate(self, epoch: int | None) -> float:
         """Samples/s over a whole epoch of `epoch` samples, the next epoch's start included."""
@@ -80,6 +109,11 @@ class Result:
             "samples": self.samples,
             "seconds": round(self.seconds, 3),
             "samples_per_s": round(self.rate, 1),
+            "measured_samples_per_s": round(self.measured_rate, 1),
+            "ceiling_samples_per_s": None if self.ceiling is None else round(self.ceiling, 1),
+            "step_s_per_sample": round(self.step_s, 6),
+            "step_cores": round(self.step_cores, 2),
+            "load_cpu_s_per_sample": round(self.load_cpu_s, 6),
             "epoch_samples_per_s": round(self.epoch_rate(epoch), 1),
             "start_s": round(self.start_s, 3),
             "restart_s": None if self.restart_s is None else round(self.restart_s, 3),
@@ -143,9 +177,15 @@ class Runner:
         batch_size: int,
         step_s: float,
         cold: bool,
+        step: Callable[[Any], Any] | None = None,
+        ceiling: Callable[[Result], float | None] = lambda r: None,
     ) -> None:
         self.files, self.shards = files, shards
         self.batch_size, self.step_s, self.cold = batch_size, step_s, cold
+        # the user's step, run on every batch as training does, so its CPU and memory compete
+        # with the workers' (None: a sleep of step_s per batch, or none)
+        self.step = step
+        self.ceiling = ceiling
         # one endless shuffle per map-style dataset, of its own length: the user's shards
         # dataset may hold another number of samples than the files'
         files_order = _endless(files)
@@ -201,13 +241,29 @@ class Runner:
 
     def measure(self, setting: Setting, slot_s: float) -> Result:
         if not self.cold:
-            return self._run(setting, slot_s, epoch=None, restart=True)
-        end = time.monotonic() + slot_s
-        epoch = self._length(setting.shards)
-        result = self._run(setting, slot_s, epoch, restart=True)
-        while (left := end - time.monotonic()) > MIN_COLD_PASS:
-            result = result.merge(self._run(setting, left, epoch, restart=False))
+            result = self._run(setting, slot_s, epoch=None, restart=True)
+        else:
+            end = time.monotonic() + slot_s
+            epoch = self._length(setting.shards)
+            result = self._run(setting, slot_s, epoch, restart=True)
+            while (left := end - time.monotonic()) > MIN_COLD_PASS:
+                result = result.merge(self._run(setting, left, epoch, restart=False))
+        result.ceiling = self.ceiling(result)
         return result
+
+    def _step(self, batch: Any, setting: Setting) -> tuple[float, float]:
+        """Run the step on one batch: (wall seconds, CPU seconds of this process)."""
+        c0, w0 = time.process_time(), time.monotonic()
+        if self.step is not None:
+            try:
+                self.step(batch)
+            except Exception as exc:  # the user's step: any failure, one line
+                raise UserError(
+                    f"the step failed under {setting.label()}: {describe_failure(exc)}"
+                ) from None
+        elif self.step_s:
+            time.sleep(self.step_s)
+        return time.monotonic() - w0, time.process_time() - c0
 
     def _run(self, setting: Setting, slot_s: float, epoch: int | None, restart: bool) -> Result:
         """One measurement. Cold: after a cache drop, stopped at the end of one pass (`epoch`
@@ -221,18 +277,21 @@ class Runner:
         cpu0 = time.process_time(), children_cpu()
         it = iter(loader)
         samples = 0
-        wait = step = 0.0
+        wait = step = step_cpu = load_cpu = 0.0
+        stepping = self.step is not None or self.step_s > 0
         try:
-            first = batch_len(next(it), self.batch_size)  # worker start, timed apart
+            batch = next(it)
+            first = batch_len(batch, self.batch_size)  # worker start, timed apart
             t1 = time.monotonic()
             deadline = t0 + max(slot_s * 0.8, (t1 - t0) + 0.5)
             while (now := time.monotonic()) < deadline:
                 if epoch is not None and first + samples >= epoch:
                     break
-                if self.step_s:
-                    time.sleep(self.step_s)
-                    step += self.step_s
+                if stepping:
+                    wall, cpu_s = self._step(batch, setting)
+                    step, step_cpu = step + wall, step_cpu + cpu_s
                     now = time.monotonic()
+                c0 = time.process_time()
                 try:
                     batch = next(it)
                 except StopIteration:  # an IterableDataset's epoch ended
@@ -241,6 +300,7 @@ class Runner:
                     it = iter(loader)
                     batch = next(it)
                 wait += time.monotonic() - now
+                load_cpu += time.process_time() - c0
                 samples += batch_len(batch, self.batch_size)
             end = time.monotonic()
             if not samples:  # the pass was a single batch: count it, worker start and all
@@ -261,6 +321,11 @@ class Runner:
             ) from None
         finally:
             _shutdown(it, setting, final=True)
+        counted = max(samples, 1)
+        if setting.num_workers:  # the workers' CPU over the whole run, first batch included
+            load_cpu = cpu * setting.num_workers * (end - t0) / (first + samples)
+        else:
+            load_cpu /= counted
         return Result(
             setting,
             samples,
@@ -270,6 +335,9 @@ class Runner:
             wait / max(wait + step, 1e-9),
             cpu,
             self.cache,
+            step_s=step / counted,
+            step_cpu_s=step_cpu / counted,
+            load_cpu_s=load_cpu,
         )
 
     def _end_epoch(self, it: Any, setting: Setting) -> None:

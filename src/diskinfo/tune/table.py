@@ -49,8 +49,21 @@ def gain(r: Result, current: Result, epoch: int | None) -> float:
     return r.epoch_rate(epoch) / base if base else float("inf")
 
 
-def verdict(chosen: Result, current: Result, epoch: int | None, batch_size: int) -> list[str]:
+def verdict(
+    chosen: Result,
+    current: Result,
+    epoch: int | None,
+    batch_size: int,
+    saturated: str | None = None,
+) -> list[str]:
+    """The pick and its gain; with the step filling the cores (`saturated`, cap.py's words),
+    no setting with more workers is promised: the workers would take their CPU from it."""
     g = gain(chosen, current, epoch)
+    if saturated and chosen.setting.num_workers > current.setting.num_workers:
+        return [
+            f"best: the current setting ({current.setting.label()}): {saturated} "
+            f"(read alone, {chosen.setting.label()} measured {g:.2f}x)"
+        ]
     if chosen is current or g < 1 + TIE:
         return [
             f"best: the current setting ({current.setting.label()}): "
