@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import random
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -130,12 +132,12 @@ def test_resume_keeps_finished_shards(tmp_path: Path, monkeypatch: pytest.Monkey
     real = packmod.write_shard
     calls = []
 
-    def interrupted(dest: Path, name: str, samples: list, owner: object = None) -> dict:
+    def interrupted(dest: Path, name: str, samples: list, *args: object) -> dict:
         calls.append(name)
         if len(calls) == 3:
             (dest / f".{name}.1a2b3c4d.tmp").write_bytes(b"half a shard")  # as kill -9 leaves it
             raise KeyboardInterrupt
-        return real(dest, name, samples, owner)
+        return real(dest, name, samples, *args)
 
     monkeypatch.setattr(packmod, "write_shard", interrupted)
     with pytest.raises(KeyboardInterrupt):
@@ -185,8 +187,9 @@ def test_file_vanishing_mid_pack_leaves_no_partial_shard(
     monkeypatch.setattr(packmod, "plan", plan_then_delete)
     with pytest.raises(UserError, match=r"cannot read .*a/\d+\.jpg: No such file"):
         pack(tmp_path / "src", tmp_path / "out", shard_size=25_000)
+    # SRC is read before any shard is written: the state file alone, no spill, no shard
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert names == [STATE, "shard-000000.tar", "shard-000001.tar"]
+    assert names == [STATE]
 
 
 def test_verify_catches_a_flipped_byte(tmp_path: Path) -> None:
@@ -461,3 +464,29 @@ def test_summary_line_counts_in_words(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "default: 1 shard, see docs/shards.md" in out, out
     assert cli.main(["pack", str(tmp_path / "src"), str(tmp_path / "two"), "--shards", "2"]) == 0
     assert "into 2 shards of 2-3 samples" in capsys.readouterr().out
+
+
+def test_shard_bytes_are_what_tarfile_writes(tmp_path: Path) -> None:
+    """The shard writer builds ustar headers itself (tarfile's header code cost more than
+    reading the files): its bytes must stay those of tarfile's PAX format, long and
+    non-ASCII names included."""
+    src = tmp_path / "src"
+    (src / "a").mkdir(parents=True)
+    names = ["0001.jpg", "x" * 120 + ".jpg", "été.jpg", "0002.seg.png"]
+    for i, name in enumerate(names):
+        (src / "a" / name).write_bytes(bytes(range(256)) * (i + 1) + b"!" * i)
+    os.utime(src / "a" / names[0], (0, 2**33 + 5))  # beyond the octal field: a pax mtime
+    pack(src, tmp_path / "out", shuffle_seed=None)
+    expected = io.BytesIO()
+
+    def add(tar: tarfile.TarFile, name: str, data: bytes, mtime: int) -> None:
+        info = tarfile.TarInfo(name)
+        info.size, info.mtime, info.mode, info.uname, info.gname = len(data), mtime, 0o644, "", ""
+        tar.addfile(info, io.BytesIO(data))
+
+    with tarfile.open(fileobj=expected, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for sample in packmod.scan(src).samples:
+            for m in sample.members:
+                add(tar, f"{sample.key}.{m.ext}", Path(m.path).read_bytes(), m.mtime)
+            add(tar, f"{sample.key}.cls", b"0", max(m.mtime for m in sample.members))
+    assert (tmp_path / "out" / "shard-000000.tar").read_bytes() == expected.getvalue()

@@ -5,12 +5,13 @@ Thousands of small random reads become a few large sequential ones: the fix for 
 recorded in the manifest) before they are cut into shards of equal sample counts, so each
 shard is a random mix of the classes and every reader gets the same amount of work; the shard
 count follows `plan.shard_count` (64 by default; `readers` or `shards` to choose). How files
-become samples: `scan`. How a shard is written and verified: `shard`.
+become samples: `scan`. SRC is read once in disk order, not in shuffled order: `spill`. How a
+shard is written and verified: `shard`.
 
-Safety: each shard is verified against the sha256 of what was read from SRC before it is
-renamed into place. A state file in DEST lists finished shards, so a re-run after an
-interruption resumes without rewriting them. Shard bytes are deterministic: same SRC, same
-arguments, same sha256.
+Safety: each shard is read back from the device and checked before it is renamed into
+place. A state file in DEST lists finished shards, so a re-run after an interruption resumes
+without rewriting them; the manifest is written last. Shard bytes are deterministic: same
+SRC, same arguments, same sha256.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from diskinfo.errors import UserError
-from diskinfo.fileio import fsync_dir, make_dirs, read_regular, write_atomic
-from diskinfo.pack.access import source_owner
+from diskinfo.fileio import fsync_dir, make_dirs, opened_dir, read_regular, write_atomic
+from diskinfo.pack.access import Owner, source_owner
 from diskinfo.pack.plan import FORMAT, fingerprint, plan, shard_count
 from diskinfo.pack.progress import Progress
 from diskinfo.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
 from diskinfo.pack.shard import shard_name, verify, write_shard
+from diskinfo.pack.spill import OPEN_SPILLS, spill_shards
 from diskinfo.units import format_size
 
 __all__ = [
@@ -149,21 +151,23 @@ def pack(
     bar = Progress(len(samples), total, out, progress)
     try:
         write_json_atomic(dest / STATE, state)
-        records = []
+        records: list[dict[str, Any] | None] = []
+        todo: dict[str, list[Sample]] = {}
         for index, group in enumerate(groups):
             name = shard_name(index)
             done = state["done"].get(name)
-            nbytes = sum(s.nbytes for s in group)
             if done and (dest / name).is_file() and (dest / name).stat().st_size == done["bytes"]:
                 records.append(done)
-                bar.advance(len(group), nbytes, resumed=True)
-                continue
-            records.append(write_shard(dest, name, group, owner))
-            state["done"][name] = records[-1]
-            write_json_atomic(dest / STATE, state)
-            bar.advance(len(group), nbytes)
+                bar.advance(len(group), sum(s.nbytes for s in group), resumed=True)
+            else:
+                records.append(None)
+                todo[name] = group
+        names = list(todo)
+        for start in range(0, len(names), OPEN_SPILLS):
+            window = {name: todo[name] for name in names[start : start + OPEN_SPILLS]}
+            _write_window(dest, window, owner, state, records, bar)
         settings = {"rule": rule, "readers": readers, "shard_size": shard_size, "bytes": total}
-        manifest = _manifest(src, found, records, settings, shuffle_seed)
+        manifest = _manifest(src, found, [r for r in records if r], settings, shuffle_seed)
         write_json_atomic(dest / MANIFEST, manifest)
         (dest / STATE).unlink()
         fsync_dir(dest)
@@ -181,6 +185,31 @@ def pack(
         raise
     bar.finish()
     return manifest
+
+
+def _write_window(
+    dest: Path,
+    shards: dict[str, list[Sample]],
+    owner: Owner | None,
+    state: dict[str, Any],
+    records: list[dict[str, Any] | None],
+    bar: Progress,
+) -> None:
+    """Read these shards' files once in disk order (`spill`), then write each shard from its
+    spill, recording it in the state file as soon as it is in place."""
+    with opened_dir(dest) as dir_fd:
+        spills = spill_shards(dir_fd, shards, owner, lambda nbytes: bar.advance(0, nbytes))
+        try:
+            for name, group in shards.items():
+                record = write_shard(dest, name, group, owner, spills[name])
+                spills.pop(name).remove()
+                records[int(name[len("shard-") : -len(".tar")])] = record
+                state["done"][name] = record
+                write_json_atomic(dest / STATE, state)
+                bar.advance(len(group), 0)
+        finally:
+            for left in spills.values():
+                left.remove()
 
 
 def _manifest(
@@ -208,7 +237,7 @@ def _manifest(
         "readers": settings["readers"],
         "shard_size": settings["shard_size"],
         "samples_per_shard": [min(counts), max(counts)],
-        "checksum": "sha256 of each whole shard; every entry was verified after writing",
+        "checksum": "sha256 of each whole shard, read back from the device after writing",
         "skipped": {
             "hidden": found.skipped_hidden,
             "no_extension": found.skipped_no_extension,

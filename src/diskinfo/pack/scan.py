@@ -30,17 +30,19 @@ from diskinfo.pack.access import Owner, check_dir, check_file
 BLOCK = 512  # a tar header, and the unit tar pads member data to
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Member:
-    """One source file of a sample; `ext` is everything after the stem ("jpg", "seg.png")."""
+    """One source file of a sample; `ext` is everything after the stem ("jpg", "seg.png").
+    `ino`: the order to read SRC in (`spill`); not part of what is packed."""
 
     ext: str
     path: str
     size: int
     mtime: int
+    ino: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class Sample:
     key: str  # relative directory + stem, POSIX separators: "cat/0001"
     members: list[Member] = field(default_factory=list)
@@ -155,7 +157,7 @@ def scan(src: Path, dest: Path | None = None, owner: Owner | None = None) -> Sca
             sample = groups.setdefault(key, Sample(key))
             if any(m.ext.lower() == ext.lower() for m in sample.members):
                 raise UserError(f"two files of sample {key} differ only in case: {path}")
-            sample.members.append(Member(ext, path, st.st_size, int(st.st_mtime)))
+            sample.members.append(Member(ext, path, st.st_size, int(st.st_mtime), st.st_ino))
     samples = sorted(groups.values(), key=lambda s: s.key)
     if not samples:
         raise UserError(f"no samples in {src}: no non-hidden files with an extension")

@@ -1,6 +1,8 @@
-"""Write one shard safely: tar it under a hidden name while hashing what is read from SRC,
-fsync, drop it from the page cache, read it back from the device and compare member by
-member, then rename it into place. Shard bytes are deterministic (fixed owner, mode, order).
+"""Write one shard safely: tar it under a hidden name while hashing what is written, fsync,
+drop it from the page cache, read it back from the device and compare, then rename it into
+place. What is written is what was read from SRC: straight, or through a spill whose crc32 of
+each file is checked (`spill`). Shard bytes are deterministic (fixed owner, mode, order) and
+laid out as tarfile's PAX format writes them; `verify` checks a shard entry by entry.
 
 DEST may be another user's folder while root packs: the shard is created there with
 O_EXCL|O_NOFOLLOW (`fileio.create_temp`), given its owner, read back and renamed through
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,99 +20,50 @@ from typing import Any, BinaryIO
 
 from diskinfo.errors import UserError
 from diskinfo.fileio import create_temp, fsync_dir, opened_dir, owner_of, unlink_quietly
-from diskinfo.pack.access import Owner, check_open
-from diskinfo.pack.scan import Member, Sample, label_bytes
+from diskinfo.pack.access import Owner
+from diskinfo.pack.scan import BLOCK, Member, Sample, label_bytes
+from diskinfo.pack.source import CHUNK, SourceError, read_source
+from diskinfo.pack.spill import Spill
 
-CHUNK = 1 << 20
+ZEROS = bytes(tarfile.RECORDSIZE)
+# a ustar header of a regular file, owner 0:0, mode 0644, as tarfile's PAX format writes one
+# when no pax record is needed; name, size, mtime and the checksum are filled in per entry
+_HEAD = struct.Struct("100s8s8s8s12s12s8s1s100s8s32s32s8s8s155s12x")
 
 
 def shard_name(index: int) -> str:
     return f"shard-{index:06d}.tar"
 
 
-class SourceError(Exception):
-    """A source file failed while being copied (kept apart from DEST's write errors)."""
-
-
-class _HashingReader:
-    """Reads a source file for tarfile, hashing what it hands over; fails loudly on a change."""
-
-    def __init__(self, handle: BinaryIO, path: str, size: int) -> None:
-        self.handle, self.path, self.left = handle, path, size
-        self.sha = hashlib.sha256()
-
-    def read(self, n: int = -1) -> bytes:
-        try:
-            data = self.handle.read(self.left if n < 0 else min(n, self.left))
-        except OSError as exc:
-            raise SourceError(f"cannot read {self.path}: {exc.strerror}") from None
-        if not data and self.left:
-            raise SourceError(f"{self.path} shrank while being packed; re-run to pack it again")
-        self.left -= len(data)
-        self.sha.update(data)
-        return data
-
-
-class _BytesReader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def read(self, n: int = -1) -> bytes:
-        out, self.data = (self.data, b"") if n < 0 else (self.data[:n], self.data[n:])
-        return out
-
-
-def _entries(sample: Sample) -> Iterator[tuple[str, Member | None]]:
-    for m in sample.members:
-        yield f"{sample.key}.{m.ext}", m
-    if sample.label is not None:
-        yield f"{sample.key}.cls", None
-
-
-def _tarinfo(name: str, size: int, mtime: int) -> tarfile.TarInfo:
+def entry_header(name: str, size: int, mtime: int) -> bytes:
+    """The tar header(s) of one entry. Built here for the common case (an ASCII name of 100
+    bytes or less, sizes and times that fit the octal fields): tarfile's own header code costs
+    more than reading the file. Anything else goes through tarfile's PAX writer."""
+    if len(name) <= 100 and name.isascii() and 0 <= size < 8**11 and 0 <= mtime < 8**11:
+        fields = [
+            name.encode(), b"0000644\0", b"0000000\0", b"0000000\0",
+            b"%011o\0" % size, b"%011o\0" % mtime, b"        ", tarfile.REGTYPE, b"",
+            tarfile.POSIX_MAGIC, b"", b"", b"", b"", b"",
+        ]  # fmt: skip
+        block = _HEAD.pack(*fields)
+        return block[:148] + b"%06o\0" % sum(block) + block[155:]
     info = tarfile.TarInfo(name)
     info.size, info.mtime, info.mode = size, mtime, 0o644
     info.uid = info.gid = 0
     info.uname = info.gname = ""
-    return info
+    return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
 
 
-def _open_source(path: str, owner: Owner | None) -> BinaryIO:
-    """SRC's file for reading, links followed (on purpose) but never to what `owner` could
-    not read; O_NONBLOCK so that a FIFO swapped in after the scan cannot hang the pack."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        if (why := check_open(fd, path, owner)) is not None:
-            raise SourceError(why)
-        return open(fd, "rb", buffering=0)  # the caller closes it
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _add(
-    tar: tarfile.TarFile, name: str, member: Member | None, sample: Sample, owner: Owner | None
-) -> str:
-    """Append one entry and return the sha256 of its bytes as read from SRC."""
-    if member is None:
-        data = label_bytes(sample.label or 0)
-        mtime = max(m.mtime for m in sample.members)
-        tar.addfile(_tarinfo(name, len(data), mtime), _BytesReader(data))  # type: ignore[arg-type]
-        return hashlib.sha256(data).hexdigest()
-    with _open_source(member.path, owner) as handle:
-        if os.fstat(handle.fileno()).st_size != member.size:
-            raise SourceError(f"{member.path} changed while being packed; re-run to pack it again")
-        reader = _HashingReader(handle, member.path, member.size)
-        tar.addfile(_tarinfo(name, member.size, member.mtime), reader)  # type: ignore[arg-type]
-        return reader.sha.hexdigest()
+def _entries(sample: Sample) -> Iterator[tuple[int, str, Member | None]]:
+    for k, m in enumerate(sample.members):
+        yield k, f"{sample.key}.{m.ext}", m
+    if sample.label is not None:
+        yield -1, f"{sample.key}.cls", None
 
 
 def verify(path: Path, expected: list[tuple[str, int, str]]) -> str:
-    """Read a written shard back from the device and compare every entry's name, size and
-    sha256 with what was read from SRC; returns the shard's own sha256."""
+    """Read a shard and compare every entry's name, size and sha256 with those expected;
+    returns the shard's own sha256."""
     with open(path, "rb") as handle:
         return verify_handle(handle, path.name, expected)
 
@@ -150,11 +104,16 @@ def verify_handle(handle: BinaryIO, shown: str, expected: list[tuple[str, int, s
 
 
 def write_shard(
-    dest: Path, name: str, samples: list[Sample], owner: Owner | None = None
+    dest: Path,
+    name: str,
+    samples: list[Sample],
+    owner: Owner | None = None,
+    spilled: Spill | None = None,
 ) -> dict[str, Any]:
-    """Write, fsync, verify, rename. On any failure the temporary file is removed. `owner`:
-    SRC's owner, whose read access bounds a root pack (`access`)."""
-    expected: list[tuple[str, int, str]] = []
+    """Write, fsync, read back from the device, rename. On any failure the temporary file is
+    removed. `owner`: SRC's owner, whose read access bounds a root pack (`access`). The
+    bytes come from `spilled` (`spill`: SRC read in disk order) or, without it, from SRC
+    itself in the shard's order."""
     with opened_dir(dest) as dir_fd:
         fd, tmp = create_temp(dir_fd, f".{name}.")
         try:
@@ -162,20 +121,19 @@ def write_shard(
                 if (ids := owner_of(dir_fd)) is not None:
                     os.fchown(fd, *ids)
                 os.fchmod(fd, 0o644)
-                with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                    for sample in samples:
-                        for entry, member in _entries(sample):
-                            sha = _add(tar, entry, member, sample, owner)
-                            size = member.size if member else len(label_bytes(sample.label or 0))
-                            expected.append((entry, size, sha))
+                written = _write_tar(raw, samples, owner, spilled)
                 raw.flush()
                 os.fsync(fd)
                 # clean pages after fsync: dropping them makes the check below read the device
                 if hasattr(os, "posix_fadvise"):
                     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
                 raw.seek(0)
-                sha256 = verify_handle(raw, name, expected)
+                back = hashlib.sha256()
+                while chunk := raw.read(CHUNK):
+                    back.update(chunk)
                 nbytes = os.fstat(fd).st_size
+                if back.hexdigest() != written.hexdigest():
+                    raise UserError(f"{name}: verification failed: read back other bytes")
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             fsync_dir(dir_fd)
         except SourceError as exc:
@@ -188,7 +146,43 @@ def write_shard(
         "name": name,
         "samples": len(samples),
         "bytes": nbytes,
-        "sha256": sha256,
+        "sha256": back.hexdigest(),
         "first_key": samples[0].key,
         "last_key": samples[-1].key,
     }
+
+
+def _write_tar(
+    raw: BinaryIO, samples: list[Sample], owner: Owner | None, spilled: Spill | None
+) -> Any:
+    """The tar, as tarfile's PAX format lays it out; returns the sha256 of what was written."""
+    digest = hashlib.sha256()
+    nbytes = 0
+
+    def put(data: bytes) -> None:
+        nonlocal nbytes
+        raw.write(data)
+        digest.update(data)
+        nbytes += len(data)
+
+    for position, sample in enumerate(samples):
+        for k, entry, member in _entries(sample):
+            if member is None:
+                data = label_bytes(sample.label or 0)
+                put(entry_header(entry, len(data), max(m.mtime for m in sample.members)))
+                put(data)
+                size = len(data)
+            else:
+                put(entry_header(entry, member.size, member.mtime))
+                if spilled is not None:
+                    chunks = spilled.chunks(position, k, member.path)
+                else:
+                    chunks = read_source(member, owner)
+                for chunk in chunks:
+                    put(chunk)
+                size = member.size
+            if size % BLOCK:
+                put(ZEROS[: BLOCK - size % BLOCK])
+    end = nbytes + 2 * BLOCK
+    put(ZEROS[: 2 * BLOCK + -end % tarfile.RECORDSIZE])
+    return digest
