@@ -101,7 +101,7 @@ _WEIGHTS = torch.randn(64, 64) / 8
 def busy_step(batch: torch.Tensor) -> float:
     """A training step on the CPU: matrix products on the process's intra-op threads."""
     x = torch.ones(len(batch), 64)
-    for _ in range(200):
+    for _ in range(600):
         x = torch.tanh(x @ _WEIGHTS)
     return float(x.sum())
 

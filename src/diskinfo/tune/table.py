@@ -59,16 +59,21 @@ def verdict(
     """The pick and its gain; with the step filling the cores (`saturated`, cap.py's words),
     no setting with more workers is promised: the workers would take their CPU from it."""
     g = gain(chosen, current, epoch)
-    if saturated and chosen.setting.num_workers > current.setting.num_workers:
-        return [
-            f"best: the current setting ({current.setting.label()}): {saturated} "
-            f"(read alone, {chosen.setting.label()} measured {g:.2f}x)"
-        ]
+    more = chosen.setting.num_workers > current.setting.num_workers
+    if saturated and (more or chosen is current or g < 1 + TIE):
+        alone = f" (as measured, {chosen.setting.label()}: {g:.2f}x)" if more else ""
+        return [f"best: the current setting ({current.setting.label()}): {saturated}{alone}"]
     if chosen is current or g < 1 + TIE:
         return [
             f"best: the current setting ({current.setting.label()}): "
             f"{current.epoch_rate(epoch):,.0f} samples/s; nothing measured beat it by {TIE:.0%}"
         ]
+    lines = _gain_lines(chosen, current, epoch, batch_size)
+    return [*lines, *([f"note: {saturated}"] if saturated else [])]
+
+
+def _gain_lines(chosen: Result, current: Result, epoch: int | None, batch_size: int) -> list[str]:
+    g = gain(chosen, current, epoch)
     kwargs = ", ".join(f"{k}={v!r}" for k, v in chosen.setting.loader_kwargs().items())
     source = "the packed shards (FACTORY(shards=DEST))" if chosen.setting.shards else "dataset"
     return [
