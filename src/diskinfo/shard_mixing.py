@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, NamedTuple
 
-from diskinfo.shards import consumer, read_shard
-
 if TYPE_CHECKING:
-    from diskinfo.shards import ShardDataset
+    from diskinfo.shard_stream import ShardStream
 
 
 class Mixing(NamedTuple):
@@ -31,19 +30,35 @@ class Mixing(NamedTuple):
         return self.distinct / self.shuffled if self.shuffled else 1.0
 
 
-def mixing(ds: ShardDataset, batch_size: int, num_workers: int = 0, label: str = "cls") -> Mixing:
+def mixing(
+    ds: ShardStream,
+    batch_size: int,
+    num_workers: int = 0,
+    label: str = "cls",
+    labels: list[list[Hashable]] | None = None,
+) -> Mixing:
+    """`labels`: each shard's labels in order, when known without reading the shards (a
+    pack knows them from its plan)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be 1 or more, got {batch_size}")
-    labels = [[s.get(label) for s in read_shard(path, only=(label,))] for path in ds.shards]
+    if labels is None:
+        from diskinfo.shards import read_shard  # torch: not for a caller that has the labels
+
+        labels = [[s.get(label) for s in read_shard(path, only=(label,))] for path in ds.shards]
     if any(value is None for shard in labels for value in shard):
         raise ValueError(f"samples without a {label!r} member: the class mix needs labels")
-    world = ds.world_size if ds.world_size is not None else consumer()[1]
+    if ds.world_size is not None:
+        world = ds.world_size
+    else:
+        from diskinfo.shards import consumer
+
+        world = consumer()[1]
     workers = max(1, num_workers)
     epoch = ds.epoch + ds.passes
     counts: list[int] = []
     for rank in range(world):
         for worker in range(workers):
-            batch: set[bytes] = set()
+            batch: set[Hashable] = set()
             filled = 0
             for value in ds.stream(epoch, rank, world, worker, workers, labels.__getitem__):
                 batch.add(value)

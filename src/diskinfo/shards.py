@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import itertools
 import os
-import random
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch.utils.data
 
 from diskinfo.pack import shardlist
+from diskinfo.shard_stream import SHUFFLE_BUFFER, ShardStream
+from diskinfo.shard_stream import buffer_shuffle as buffer_shuffle  # re-exported
 from diskinfo.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
 from diskinfo.tarstream import tar_members
 
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from diskinfo.shard_mixing import Mixing
 
 Sample = dict[str, Any]
-Reader = Callable[[int], Iterable[Any]]  # shard index -> its items in stored order
-SHUFFLE_BUFFER = 1000  # samples, as in webdataset's examples: .shuffle(1000)
-_INITIAL = 100  # samples buffered before the first one is handed out
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -87,7 +85,7 @@ def consumer() -> tuple[int, int, int, int]:
     return rank, world, worker, workers
 
 
-class ShardDataset(torch.utils.data.IterableDataset):
+class ShardDataset(torch.utils.data.IterableDataset, ShardStream):
     """Samples of a packed dataset. `source`: a `diskinfo pack` DEST (or its manifest.json);
     or tar shards made elsewhere (plain or gzipped): one path, a list of paths, a brace pattern
     as webdataset takes (`train-{000000..000146}.tar`) or a glob; a name that leads to no
@@ -171,63 +169,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
             self.passes += 1
         self._begun, self._epoch_given = True, False
 
-    def _order(self, epoch: int) -> list[int]:
-        order = list(range(len(self.shards)))
-        if self.shuffle_shards:
-            random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
-        return order
-
-    def shard_order(self) -> list[str]:
-        return [self.shards[i] for i in self._order(self.epoch + self.passes)]
-
-    def shares(self, consumers: int, epoch: int | None = None) -> list[int]:
-        """Samples each consumer reads in one epoch, before `even` (needs the manifest)."""
-        if self.counts is None:
-            raise ValueError("per-consumer shares need the pack's manifest")
-        return self._shares(
-            self._order(self.epoch + self.passes if epoch is None else epoch), consumers
-        )
-
-    def _shares(self, order: list[int], consumers: int) -> list[int]:
-        assert self.counts is not None
-        if len(order) >= consumers:
-            return [sum(self.counts[i] for i in order[c::consumers]) for c in range(consumers)]
-        total = sum(self.counts)
-        return [total // consumers + (c < total % consumers) for c in range(consumers)]
-
-    def _read(self, order: list[int], me: int, consumers: int, read: Reader) -> Iterator[Any]:
-        if len(order) >= consumers:
-            return (s for i in order[me::consumers] for s in read(i))
-        every = (s for i in order for s in read(i))
-        return (s for n, s in enumerate(every) if n % consumers == me)
-
     def _samples(self, index: int) -> Iterator[Sample]:
         return read_shard(self.shards[index])
-
-    def stream(
-        self, epoch: int, rank: int, world: int, worker: int, workers: int, read: Reader
-    ) -> Iterator[Any]:
-        """What one reader hands out in `epoch`, before the transform, with `read(i)` giving
-        shard i's items: samples for training, labels alone for `mixing`. One definition of
-        the order, so what `mixing` predicts is what the loader gives."""
-        me, consumers = rank * workers + worker, world * workers
-        order = self._order(epoch)
-        shares = self._shares(order, consumers) if self.even is not None else None
-        stream = self._read(order, me, consumers, read)
-        if shares is not None and self.even == "drop":  # everyone stops at the smallest share
-            stream = itertools.islice(stream, min(shares))
-        elif shares is not None:  # "pad": everyone reads the largest share, re-reading its own
-            if shares[me]:
-                again = itertools.chain.from_iterable(
-                    self._read(order, me, consumers, read) for _ in itertools.count()
-                )
-            else:  # fewer samples than consumers: pad from the whole set
-                again = itertools.cycle(self._read(order, 0, 1, read))
-            stream = itertools.islice(itertools.chain(stream, again), max(shares))
-        if self.shuffle_buffer:
-            seed = f"{self.seed}/{epoch}/{rank}/{worker}"
-            stream = buffer_shuffle(stream, self.shuffle_buffer, random.Random(seed))
-        return stream
 
     def mixing(self, batch_size: int, num_workers: int = 0, label: str = "cls") -> Mixing:
         """Distinct classes per batch that this dataset's DataLoader (`batch_size`,
@@ -321,27 +264,6 @@ class ShardDataset(torch.utils.data.IterableDataset):
                     f"`diskinfo pack --readers {consumers}`",
                     stacklevel=3,
                 )
-
-
-def buffer_shuffle(samples: Iterator[Sample], size: int, rng: random.Random) -> Iterator[Sample]:
-    """webdataset's shuffle(size): hand out a random sample of a buffer that refills from
-    the stream; starts after _INITIAL samples (or `size` when smaller), drains at the end."""
-    buf: list[Sample] = []
-    start = min(_INITIAL, size)
-    for sample in samples:
-        buf.append(sample)
-        if len(buf) < size:
-            buf.extend(itertools.islice(samples, 1))  # fill twice as fast as it empties
-        if len(buf) >= start:
-            yield _pick(buf, rng)
-    while buf:
-        yield _pick(buf, rng)
-
-
-def _pick(buf: list[Sample], rng: random.Random) -> Sample:
-    k = rng.randrange(len(buf))
-    buf[k], buf[-1] = buf[-1], buf[k]
-    return buf.pop()
 
 
 def _reader(where: dict[str, int]) -> str:
