@@ -301,7 +301,8 @@ def test_files_beside_the_classes_are_left_out_as_imagefolder_leaves_them(
     (src / "cat" / ".DS_Store").unlink()
     capsys.readouterr()
     assert cli.main(["pack", str(src), str(tmp_path / "out3")]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 1  # nothing left out: no second line
+    lines = capsys.readouterr().out.splitlines()
+    assert not [line for line in lines if line.startswith("left out")]  # nothing left out
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the owner is given only when run as root")
@@ -462,6 +463,7 @@ def test_summary_line_counts_in_words(tmp_path: Path, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "packed 5 samples, 2 classes, shuffled, into 1 shard of 5 samples" in out, out
     assert "default: 1 shard, see docs/shards.md" in out, out
+    assert "batch mix: " in out and "distinct classes per batch, a fully shuffled loader" in out
     assert cli.main(["pack", str(tmp_path / "src"), str(tmp_path / "two"), "--shards", "2"]) == 0
     assert "into 2 shards of 2-3 samples" in capsys.readouterr().out
 
@@ -490,3 +492,40 @@ def test_shard_bytes_are_what_tarfile_writes(tmp_path: Path) -> None:
                 add(tar, f"{sample.key}.{m.ext}", Path(m.path).read_bytes(), m.mtime)
             add(tar, f"{sample.key}.cls", b"0", max(m.mtime for m in sample.members))
     assert (tmp_path / "out" / "shard-000000.tar").read_bytes() == expected.getvalue()
+
+
+def test_manifest_predicts_the_batch_mix_a_shard_dataset_gives(tmp_path: Path) -> None:
+    from diskinfo.shards import ShardDataset
+
+    image_folder(tmp_path / "src", {f"c{i:02d}": 30 for i in range(40)})
+    mixed = pack(tmp_path / "src", tmp_path / "mixed", shards=8)["mixing"]
+    # what the pack predicted from its plan is what reading the shards predicts
+    read = ShardDataset(tmp_path / "mixed").mixing(mixed["batch_size"], mixed["num_workers"])
+    assert mixed["distinct_classes"] == round(read.distinct, 2)
+    assert mixed["shuffled_loader"] == round(read.shuffled, 2) and mixed["ratio"] > 0.9
+    sorted_ = pack(tmp_path / "src", tmp_path / "sorted", shards=8, shuffle_seed=None)["mixing"]
+    assert sorted_["ratio"] < mixed["ratio"] - 0.1
+
+
+def test_manifest_gives_the_order_correlation_without_classes(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    for i in range(3000):
+        (tmp_path / "src" / f"{i:05d}.txt").write_bytes(b"x")
+    mixed = pack(tmp_path / "src", tmp_path / "mixed", shards=2)["mixing"]
+    # one shard per worker in key order: only the shuffle buffer reorders them
+    kept = pack(tmp_path / "src", tmp_path / "kept", shards=2, shuffle_seed=None)["mixing"]
+    assert "distinct_classes" not in mixed
+    assert abs(mixed["order_correlation"]) < 0.2 < 0.5 < kept["order_correlation"]
+
+
+def test_pack_predicts_the_mix_without_importing_torch(tmp_path: Path) -> None:
+    """torch's import alone costs seconds and a few hundred MB: more than packing 200,000
+    files needs for itself."""
+    image_folder(tmp_path / "src", {"a": 5, "b": 5})
+    code = (
+        "import sys; from diskinfo.pack import pack; "
+        f"m = pack({str(tmp_path / 'src')!r}, {str(tmp_path / 'out')!r}); "
+        "assert 'torch' not in sys.modules and m['mixing']['ratio'] > 0, m['mixing']"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 from diskinfo.errors import UserError
 from diskinfo.fileio import fsync_dir, make_dirs, opened_dir, read_regular, write_atomic
 from diskinfo.pack.access import Owner, source_owner
+from diskinfo.pack.mix import predict
 from diskinfo.pack.plan import FORMAT, fingerprint, plan, shard_count
 from diskinfo.pack.progress import Progress
 from diskinfo.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
@@ -167,6 +168,8 @@ def pack(
             window = {name: todo[name] for name in names[start : start + OPEN_SPILLS]}
             _write_window(dest, window, owner, state, records, bar)
         settings = {"rule": rule, "readers": readers, "shard_size": shard_size, "bytes": total}
+        paths = [dest / shard_name(i) for i in range(len(groups))]
+        settings["mixing"] = predict(paths, groups, found.samples)
         manifest = _manifest(src, found, [r for r in records if r], settings, shuffle_seed)
         write_json_atomic(dest / MANIFEST, manifest)
         (dest / STATE).unlink()
@@ -237,6 +240,7 @@ def _manifest(
         "readers": settings["readers"],
         "shard_size": settings["shard_size"],
         "samples_per_shard": [min(counts), max(counts)],
+        "mixing": settings["mixing"],
         "checksum": "sha256 of each whole shard, read back from the device after writing",
         "skipped": {
             "hidden": found.skipped_hidden,
