@@ -256,6 +256,7 @@ class Cause(_Word):
         member.verdict = verdict
         return member
 
+    EPOCH_START = "epoch-start", VerdictName.INPUT_CPU
     CGROUP_CAP = "cgroup-cap", VerdictName.INPUT_DISK
     DEVICE_LIMIT = "device-limit", VerdictName.INPUT_DISK
     BLOCKED_ON_READS = "blocked-on-reads", VerdictName.INPUT_DISK

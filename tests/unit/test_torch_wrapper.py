@@ -183,3 +183,36 @@ def test_real_dataloader_settings_and_a_real_bus_error(loader_dir):
     assert out.returncode == 0, out.stderr
     assert "raised:" in out.stdout
     assert "published: 1" in out.stdout
+
+
+def _slow_start(_worker: int) -> None:
+    time.sleep(0.3)  # a worker's start: listing files or shards, filling a shuffle buffer
+
+
+def test_a_loop_waiting_at_every_epoch_start_gets_that_verdict(loader_dir):
+    """A real loop with short epochs whose workers take 0.3 s to start, forked again every
+    epoch: the verdict names the epoch's start, its share of the loop and persistent_workers."""
+    import torch.utils.data
+
+    from diskinfo.analyse.verdict import decide
+    from diskinfo.record import LoaderFigures
+    from tests.helpers.records import training_record
+    from tests.unit.test_verdict import BASE
+
+    data = torch.utils.data.DataLoader(
+        list(range(16)), batch_size=4, num_workers=2, worker_init_fn=_slow_start
+    )
+    for _ in range(4):
+        for _batch in dt.watch(data):
+            time.sleep(0.02)
+    snap = dt.meter().snapshot()
+    loop = snap.wait_s + snap.step_s
+    figures = LoaderFigures(
+        batches=snap.batches, wait_s=snap.wait_s, step_s=snap.step_s,
+        wait_share=snap.wait_s / loop, processes=1, num_workers=2, persistent_workers=False,
+        epochs=snap.epochs, start_wait_s=snap.start_wait_s,
+    )  # fmt: skip
+    v = decide(training_record(loader=figures), BASE)
+    assert v.cause == "epoch-start", v
+    assert f"{snap.start_wait_s / loop:.0%} of the loop's time" in str(v.evidence) + v.summary
+    assert v.fixes[0].startswith("persistent_workers=True: the DataLoader started its 2 workers")

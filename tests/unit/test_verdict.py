@@ -75,7 +75,8 @@ def test_cpu_saturated_with_a_quiet_disk():
     [
         (0.6, False, "persistent_workers=True: the DataLoader started its 2 workers 8 times"),
         (0.1, False, "make per-sample work cheaper"),  # restarts are not where it waits
-        (0.6, True, "make per-sample work cheaper"),
+        (0.6, True, "start each epoch cheaply"),  # persistent: the start is the dataset's
+        (0.3, True, "make per-sample work cheaper"),
     ],
 )
 def test_workers_restarted_every_short_epoch_put_persistent_workers_first(
@@ -99,6 +100,21 @@ def test_workers_restarted_every_short_epoch_put_persistent_workers_first(
     assert sum("persistent_workers=True" in f for f in v.fixes) <= 1  # said once at most
     if first.startswith("persistent"):
         assert f"{start_share:.0%} of the data-wait" in v.fixes[0]
+    assert (v.cause == "epoch-start") == (start_share >= 0.5)
+
+
+def test_the_wait_at_every_epoch_start_is_the_cause_with_its_share_of_the_loop() -> None:
+    """Most of the data-wait at each epoch's first batch: the epoch's start is what to fix,
+    whatever the disk or the CPU do in between; its share of the loop's time is said."""
+    figures = loader(0.5, workers=2)  # data-wait half the loop
+    figures.epochs, figures.start_wait_s = 5, figures.wait_s * 0.8
+    v = decide(rec(loader=figures, devices=[disk(util=99, r_await=40)]), BASE)
+    assert v.verdict == VerdictName.INPUT_CPU and v.cause == "epoch-start", v
+    assert "over 5 epoch starts, 40% of the loop's time (80% of its data-wait)" in v.summary + str(
+        v.evidence
+    )
+    assert v.fixes[0].startswith("persistent_workers=True: the DataLoader started its 2 workers")
+    assert v.fixes[1].startswith("start each epoch cheaply")
 
 
 def test_too_few_workers_name_the_change_with_this_machines_cores():

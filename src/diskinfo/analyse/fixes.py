@@ -277,11 +277,22 @@ WRAP = Fix(
     lambda s: wrap_fix(s.wrapped_not_iterated),
 )
 
+EPOCH_START = Fix(
+    "start each epoch cheaply: list files or shards once, in the dataset's `__init__`; a "
+    "smaller shuffle buffer (it fills before the first sample)",
+    lambda s: (
+        "start each epoch cheaply: list the files or shards once, in the dataset's __init__ "
+        "rather than in __iter__, and keep the shuffle buffer small enough to fill fast "
+        "(ShardDataset hands out its first sample after 100; shuffle_buffer= sets the rest)"
+    ),
+)
+
 _DISK = (CAP, PRELOAD, FASTER_STORAGE, PACK_SMALL_REQUESTS, WORKERS_SHORT_QUEUE, PERSISTENT)
 _CPU = (WORKERS, PIN, PERSISTENT, CHEAPER, TUNE)
 # The fixes of each cause, most likely first; a cause without fixes has an empty tuple, so a
 # new cause must say which fixes it gets (a test checks that every cause is here).
 FIXES: dict[Cause, tuple[Fix, ...]] = {
+    Cause.EPOCH_START: (PERSISTENT, EPOCH_START),
     Cause.CGROUP_CAP: _DISK,
     Cause.DEVICE_LIMIT: _DISK,
     Cause.BLOCKED_ON_READS: _DISK,

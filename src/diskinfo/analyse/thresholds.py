@@ -56,6 +56,9 @@ SMALL_READER_QUEUE = 1.5  # reads in flight per reader: one at a time, latency-b
 # the waits for each epoch's first batch are this share of all data-wait: restarting the
 # workers (persistent_workers=False) is where the loop waits
 RESTART_WAIT_SHARE = 0.25
+# the waits for each epoch's first batch are this share of all data-wait: the epoch's start
+# (workers restarted, files or shards listed, a shuffle buffer filled) is the cause
+EPOCH_START_SHARE = 0.5
 CAP_NEAR_SHARE = 0.75  # a cgroup reading at this share of its read limit: the cap sets the pace
 IO_SHARE_OF_LOADING = 1 / 3  # a reader blocked on reads this much of its loading time
 SOME_IO_SHARE = 0.10  # under this the reads are not where the loading time goes (warm cache)
@@ -206,6 +209,11 @@ DOCUMENTED: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
                 "RESTART_WAIT_SHARE",
                 "share",
                 "of the data-wait spent on each epoch's first batch: `persistent_workers` first",
+            ),
+            (
+                "EPOCH_START_SHARE",
+                "share",
+                "of the data-wait spent on each epoch's first batch: `epoch-start`",
             ),
             (
                 "CAP_NEAR_SHARE",

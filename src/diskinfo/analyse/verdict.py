@@ -237,9 +237,32 @@ def _disk_side(s: Signals, cause: Cause, why: list[str]) -> tuple[Cause, list[st
     return cause, why
 
 
+def _epoch_start(s: Signals) -> list[str]:
+    """Most of the loop's data-wait is for each epoch's first batch: the epoch's start
+    (workers forked again, files or shards listed, a shuffle buffer filled), not the steady
+    reading, is what to fix. Short epochs (a small set, frequent evaluation) show it."""
+    loader = s.loader
+    if (
+        loader is None
+        or not loader.epochs
+        or loader.wait_s <= 0
+        or loader.start_wait_s < t.EPOCH_START_SHARE * loader.wait_s
+    ):
+        return []
+    loop = loader.wait_s + loader.step_s
+    starts = f"{loader.epochs} epoch start" + ("s" if loader.epochs != 1 else "")
+    return [
+        f"waiting for each epoch's first batch: {loader.start_wait_s:.1f} s over {starts}, "
+        f"{loader.start_wait_s / loop:.0%} of the loop's time "
+        f"({t.pct(loader.start_wait_s / loader.wait_s, t.EPOCH_START_SHARE)} of its data-wait)"
+    ]
+
+
 def cause_of(s: Signals) -> tuple[Cause, list[str]]:
     """The first rule that holds names the cause, and with it the verdict (docs/verdicts.md,
     "Which input-bound?")."""
+    if why := _epoch_start(s):
+        return Cause.EPOCH_START, why
     if s.capped is not None:  # the container's own cap, whatever the shared device does
         return Cause.CGROUP_CAP, [_capped_line(s)]
     why = _device_limit(s)
