@@ -228,9 +228,7 @@ class VerdictName(_Word):
     IDLE = "idle"
     UNKNOWN = "unknown"
 
-    @property
-    def input_bound(self) -> bool:
-        return VerdictName.is_input_bound(self)
+    input_bound: bool  # the input-bound family (set below: read per sample, so no property)
 
     @staticmethod
     def is_input_bound(name: str) -> bool:
@@ -239,8 +237,10 @@ class VerdictName(_Word):
 
 
 _INPUT_BOUND = frozenset(
-    {VerdictName.INPUT_DISK, VerdictName.INPUT_CPU, VerdictName.INPUT_SMALL_FILES}
+    v.value for v in (VerdictName.INPUT_DISK, VerdictName.INPUT_CPU, VerdictName.INPUT_SMALL_FILES)
 )
+for _name in VerdictName:
+    _name.input_bound = _name.value in _INPUT_BOUND
 VERDICTS = tuple(VerdictName)
 
 

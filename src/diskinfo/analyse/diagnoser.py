@@ -98,7 +98,7 @@ class Diagnoser:
         own = decide(record, baselines, self._training_s if record.procs else None, floor)
         self._contended = own.cause == Cause.CPU_CONTENTION
         own = self._loop_start(record, own)
-        cause = Cause(own.cause)
+        cause = own.cause if isinstance(own.cause, Cause) else Cause(own.cause)
         self._latest[cause] = own
         changed = self._hysteresis.push(cause, elapsed)
         held = self._latest[self._hysteresis.held or cause]
