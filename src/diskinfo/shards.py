@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch.utils.data
 
-from diskinfo.pack import shardlist
+from diskinfo import shardlist
 from diskinfo.shard_stream import SHUFFLE_BUFFER, ShardStream
 from diskinfo.shard_stream import buffer_shuffle as buffer_shuffle  # re-exported
 from diskinfo.tarstream import ShardError as ShardError  # raised by read_shard: re-exported

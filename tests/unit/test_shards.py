@@ -14,8 +14,9 @@ import pytest
 import torch.utils.data
 import webdataset as wds
 
+from diskinfo import shardlist
 from diskinfo.errors import UserError
-from diskinfo.pack import pack, read_manifest, shardlist
+from diskinfo.pack import pack, read_manifest
 from diskinfo.shards import ShardDataset, read_shard, split_name, tar_members
 
 
