@@ -117,7 +117,7 @@ LABEL org.opencontainers.image.title="pytorch-cuda-diskinfo" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.base.name="${BASE_IMAGE}" \
       io.pytorch-cuda.torch.version="${TORCH_VERSION}"
-ENV IMAGE_VERSION=${IMAGE_VERSION}
+ENV IMAGE_VERSION=${IMAGE_VERSION} IMAGE_CUDA=${CUDA}
 # Our package: dependencies are already in the layer above, so this is seconds.
 COPY pyproject.toml README.md /opt/diskinfo/
 COPY src /opt/diskinfo/src

@@ -32,8 +32,21 @@ except ImportError:  # a checkout (tests load this file from docker/start/)
 
 version_tuple = drivers.version_tuple
 
-MIN_DRIVER = drivers.MIN_DRIVER["11.8"]  # the image's CUDA
-MIN_DRIVER_COMPAT = drivers.MIN_DRIVER_COMPAT
+# The image's CUDA: the Dockerfile's CUDA argument (11.8, or 12.8 for Blackwell GPUs) reaches
+# the container as IMAGE_CUDA, so a 12.8 image does not judge drivers by 11.8's minimum.
+IMAGE_CUDA = os.environ.get("IMAGE_CUDA") or "11.8"
+
+
+def min_drivers(cuda: str) -> tuple[str, str]:
+    """(driver the image's CUDA needs, oldest driver minor-version compatibility runs from)."""
+    found = drivers.min_driver_for(cuda)
+    needed = found[0] if found else drivers.MIN_DRIVER["11.8"]
+    major = version_tuple(cuda)[:1] or (11,)
+    compat = drivers.MIN_DRIVER.get(f"{major[0]}.0") if major[0] >= 12 else None
+    return needed, compat or drivers.MIN_DRIVER_COMPAT
+
+
+MIN_DRIVER, MIN_DRIVER_COMPAT = min_drivers(IMAGE_CUDA)
 NO_GPU = "no GPU visible: did you pass --gpus all?"
 
 
@@ -84,16 +97,18 @@ class Facts:
     workspace_mounts: list[str] | None = None
 
 
-def driver_warning(driver: str | None) -> str | None:
-    """A plain warning when the host driver is older than CUDA 11.8 needs, else None."""
+def driver_warning(driver: str | None, cuda: str = IMAGE_CUDA) -> str | None:
+    """A plain warning when the host driver is older than the image's CUDA needs, else None."""
     if not driver or not version_tuple(driver):
         return None
-    if version_tuple(driver) >= version_tuple(MIN_DRIVER):
+    needed, compat = min_drivers(cuda)
+    if version_tuple(driver) >= version_tuple(needed):
         return None
+    major = cuda.split(".")[0]
     return (
-        f"WARNING: NVIDIA driver {driver} is older than {MIN_DRIVER}, the minimum for CUDA 11.8:"
-        f" update the host's driver (minor-version compatibility runs only some CUDA 11.x code,"
-        f" from {MIN_DRIVER_COMPAT})."
+        f"WARNING: NVIDIA driver {driver} is older than {needed}, the minimum for CUDA {cuda}:"
+        f" update the host's driver (minor-version compatibility runs only some CUDA {major}.x"
+        f" code, from {compat})."
     )
 
 

@@ -7,6 +7,7 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.helpers import ROOT
 from tests.helpers.scripts import load
 
 banner = load("banner")
@@ -64,6 +65,20 @@ def test_driver_warning_agrees_with_numeric_order(parts):
     version = ".".join(str(p) for p in parts)
     warned = banner.driver_warning(version) is not None
     assert warned == (tuple(parts) < (520, 61, 5))
+
+
+def test_the_cuda_12_8_image_judges_drivers_by_its_own_minimum():
+    """A 12.8 image (Blackwell GPUs) on a 550 driver cannot run: 11.8's 520 floor would pass it."""
+    assert banner.driver_warning("550.54.15", cuda="11.8") is None
+    warning = banner.driver_warning("550.54.15", cuda="12.8")
+    assert warning and "570.26, the minimum for CUDA 12.8" in warning
+    assert "CUDA 12.x code, from 525.60.13" in warning
+    assert banner.driver_warning("570.86.10", cuda="12.8") is None
+
+
+def test_the_image_passes_its_cuda_to_the_banner():
+    text = (ROOT / "Dockerfile").read_text()
+    assert "IMAGE_CUDA=${CUDA}" in text
 
 
 @given(st.text(max_size=20))
