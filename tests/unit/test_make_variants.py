@@ -4,6 +4,7 @@ this machine cannot reach). The test venv and the stand-in install the Dockerfil
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -13,8 +14,17 @@ from tests.helpers import ROOT
 
 
 def _make(*args: str) -> subprocess.CompletedProcess[str]:
+    # Under `make test` the caller's variables (CI's BASE_IMAGE=local/bookworm:base, ...) ride
+    # in MAKEFLAGS and would override the defaults this test checks: a user's plain make has none.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     return subprocess.run(
-        ["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+        ["make", "-n", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
