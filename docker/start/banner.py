@@ -36,17 +36,7 @@ version_tuple = drivers.version_tuple
 # the container as IMAGE_CUDA, so a 12.8 image does not judge drivers by 11.8's minimum.
 IMAGE_CUDA = os.environ.get("IMAGE_CUDA") or "11.8"
 
-
-def min_drivers(cuda: str) -> tuple[str, str]:
-    """(driver the image's CUDA needs, oldest driver minor-version compatibility runs from)."""
-    found = drivers.min_driver_for(cuda)
-    needed = found[0] if found else drivers.MIN_DRIVER["11.8"]
-    major = version_tuple(cuda)[:1] or (11,)
-    compat = drivers.MIN_DRIVER.get(f"{major[0]}.0") if major[0] >= 12 else None
-    return needed, compat or drivers.MIN_DRIVER_COMPAT
-
-
-MIN_DRIVER, MIN_DRIVER_COMPAT = min_drivers(IMAGE_CUDA)
+MIN_DRIVER, MIN_DRIVER_COMPAT = drivers.min_drivers(IMAGE_CUDA)
 NO_GPU = "no GPU visible: did you pass --gpus all?"
 
 
@@ -101,7 +91,7 @@ def driver_warning(driver: str | None, cuda: str = IMAGE_CUDA) -> str | None:
     """A plain warning when the host driver is older than the image's CUDA needs, else None."""
     if not driver or not version_tuple(driver):
         return None
-    needed, compat = min_drivers(cuda)
+    needed, compat = drivers.min_drivers(cuda)
     if version_tuple(driver) >= version_tuple(needed):
         return None
     major = cuda.split(".")[0]

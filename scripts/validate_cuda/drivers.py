@@ -59,6 +59,16 @@ def min_driver_for(cuda: str) -> tuple[str, str] | None:
     return MIN_DRIVER[release], release
 
 
+def min_drivers(cuda: str) -> tuple[str, str]:
+    """(driver an image built for `cuda` needs, the oldest one minor-version compatibility
+    runs some of its code from): 11.8 -> 520.61.05 and 450.80.02, 12.8 -> 570.26 and 525.60.13."""
+    found = min_driver_for(cuda)
+    needed = found[0] if found else MIN_DRIVER["11.8"]
+    major = version_tuple(cuda)[:1] or (11,)
+    compat = MIN_DRIVER.get(f"{major[0]}.0") if major[0] >= 12 else None
+    return needed, compat or MIN_DRIVER_COMPAT
+
+
 def parse_proc_driver_version(text: str) -> str | None:
     """Driver version from /proc/driver/nvidia/version (proprietary and open kernel modules)."""
     for line in text.splitlines():
