@@ -169,10 +169,10 @@ if sys.argv[1] == "after":
     loader = diskinfo.torch.watch(loader)
 seen = sum(len(x) for (x,) in loader)
 os.write(1, f"RANK {accelerator.process_index} {os.getpid()} {seen}\\n".encode())
-accelerator.end_training()  # destroys the process group before interpreter exit
-# and still, under load, gloo's threads at interpreter exit aborted rank 0 once in CI
-# ("terminate called without an active exception", pytorch/pytorch#179291): what is tested
-# is done, so publish the figures and leave without the interpreter's teardown
+# What is tested is done: publish the figures and leave without any teardown. Left to
+# interpreter exit, gloo's threads aborted rank 0 once in CI ("terminate called without an
+# active exception", pytorch/pytorch#179291); destroying the process group first (end_training)
+# hangs on torch 2.7.1 once the other rank has already gone (1 run in 3 here).
 diskinfo.torch.meter().close()
 os._exit(0)
 """
@@ -208,9 +208,9 @@ args = transformers.TrainingArguments(
 model = Model()
 Trainer(model=model, args=args, train_dataset=Data()).train()
 os.write(1, f"RANK {int(os.environ['RANK'])} {os.getpid()} {model.seen}\\n".encode())
-# left to interpreter exit, gloo's threads may abort the process (pytorch/pytorch#179291),
-# and did once in CI even after the process group was destroyed: publish, leave at once
-torch.distributed.destroy_process_group()
+# left to interpreter exit, gloo's threads may abort the process (pytorch/pytorch#179291);
+# destroy_process_group hangs on torch 2.7.1 once the other rank has gone (1 run in 3 here):
+# publish, leave at once
 diskinfo.torch.meter().close()
 os._exit(0)
 """
