@@ -21,6 +21,7 @@ own spill; nothing per file of SRC beyond the plan itself.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import zlib
@@ -94,9 +95,13 @@ class Spill:
             raise SourceError(f"{shown}: its bytes changed in the spill file; re-run the pack")
 
     def remove(self) -> None:
-        self.out.close()
-        os.close(self.fd)
+        # The name goes first and nothing here may raise: on a full disk closing the buffer
+        # flushes into ENOSPC, and a raise would leave this spill and every later one behind.
         unlink_quietly(self.dir_fd, self.name)
+        with contextlib.suppress(OSError):
+            self.out.close()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
 
 
 def spill_shards(
