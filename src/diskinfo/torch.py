@@ -255,7 +255,9 @@ def _measured(loader: Any, make_iterator: Callable[[], Iterator[T]]) -> Iterator
                 raise
             m.got_batch()
             if started is not None:  # the epoch's first batch: iter(), workers' start
-                m.start_wait_s += time.perf_counter() - started
+                if m.epochs:  # the process's first epoch is the run's warm-up (imports, a cold
+                    # cache), paid once: only the starts that recur are the epoch-start cost
+                    m.start_wait_s += time.perf_counter() - started
                 m.epochs += 1
                 started = None
             m.samples += batch_len(batch)
