@@ -32,7 +32,9 @@ JUDGE = textwrap.dedent(
         elapsed_s=1.0,
         loader=LoaderFigures(batches=10, wait_s=0.44, step_s=0.56, wait_share=0.44,
                              processes=1, num_workers=0),
-        procs=[ProcessIO(pid=2, name="python", role="main", cpu_percent=145)],
+        # 70% of a core, of which 44 points are loading: a step of 0.46 cores, which one core
+        # holds (at 145% the step alone would want 1.8 cores: no worker could help under --cpus=1)
+        procs=[ProcessIO(pid=2, name="python", role="main", cpu_percent=70)],
     )
     host.fill(record)
     print(json.dumps({
