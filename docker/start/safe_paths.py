@@ -174,7 +174,9 @@ def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
     parent_path, name = os.path.split(path.rstrip("/"))
     if name in ("", ".", ".."):
         raise Refused(f"{path} must name a directory")
-    refuse_system_dir(os.path.realpath(path), None, None)  # before making any parent
+    # before making any parent; the last part's own link is not followed: NB_USER may have
+    # planted it (/workspace/logs -> /etc), and below it is replaced by a real directory
+    refuse_system_dir(os.path.join(os.path.realpath(parent_path or "/"), name), None, None)
     parent = open_dir(parent_path or "/", create=True)
     try:
         real = os.path.join(os.readlink(f"/proc/self/fd/{parent}"), name)
