@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
+from tests.helpers.daemons import Daemons
 from tests.helpers.loopdev import ReadCap, ext4_loop
 from tests.helpers.net import free_port, wait_for_port, wait_until
 from tests.helpers.wecom import EXPIRED, WeCom
@@ -148,31 +148,6 @@ def lost_after_42001(am_port: int, wecom: WeCom) -> None:
     assert len(wecom.contents()) == 2 and wecom.issued == 1, wecom.contents()
     version = ".".join(map(str, alertmanager_version()))
     print(f"Alertmanager {version} took WeCom's 42001 for success: that message is lost")
-
-
-class Daemons:
-    def __init__(self, logs: Path) -> None:
-        self.logs = logs
-        self.procs: list[subprocess.Popen] = []
-
-    def start(self, name: str, argv: list[str], **kw) -> subprocess.Popen:
-        out = open(self.logs / f"{name}.log", "w")  # noqa: SIM115 (lives as long as the daemon)
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, **kw)
-        self.procs.append(proc)
-        return proc
-
-    def log(self, name: str) -> str:
-        return (self.logs / f"{name}.log").read_text(errors="replace")[-3000:]
-
-    def stop(self) -> None:
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
+from tests.helpers.daemons import Daemons
 from tests.helpers.loopdev import ext4_loop
 from tests.helpers.net import free_port, wait_until
 
@@ -74,7 +75,7 @@ class Slurm:
     def __init__(self, tmp: Path, status_url: str) -> None:
         self.dir = tmp
         tmp.mkdir()
-        self.procs: list[subprocess.Popen] = []
+        self.daemons = Daemons(tmp)
         host = socket.gethostname().split(".")[0]
         key = tmp / "munge.key"
         key.write_bytes(os.urandom(128))
@@ -131,10 +132,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=5 State=UP
         wait_until(lambda: self.node_state() == "IDLE", 30, f"{NODE} idle")
 
     def _start(self, argv: list[str]) -> None:
-        log = open(self.dir / f"{argv[0]}.out", "w")  # noqa: SIM115 (lives as long as the daemon)
-        self.procs.append(
-            subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        )
+        self.daemons.start(argv[0], argv, env=self.env)
 
     def run(self, *argv: str) -> str:
         out = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=30)
@@ -155,13 +153,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=5 State=UP
         return self.run("scontrol", "show", "job", job_id)
 
     def stop(self) -> None:
-        for proc in reversed(self.procs):
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        self.daemons.stop()
 
 
 def job_state(slurm: Slurm, job_id: str) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
+from tests.helpers.daemons import Daemons
 from tests.helpers.loopdev import ReadCap, ext4_loop
 from tests.helpers.net import free_port, wait_until
 
@@ -93,8 +94,8 @@ class Cluster:
 
     def __init__(self, tmp: Path, nodes: dict[str, Node]) -> None:
         self.dir, self.nodes = tmp, nodes
-        self.procs: list[subprocess.Popen] = []
         tmp.mkdir()
+        self.daemons = Daemons(tmp)
         host = socket.gethostname().split(".")[0]
         key = tmp / "munge.key"
         key.write_bytes(os.urandom(128))
@@ -161,10 +162,7 @@ HealthCheckNodeState=ANY
         )
 
     def _start(self, name: str, argv: list[str]) -> None:
-        log = open(self.dir / f"{name}.out", "w")  # noqa: SIM115 (lives as long as the daemon)
-        self.procs.append(
-            subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        )
+        self.daemons.start(name, argv, env=self.env)
 
     def run(self, *argv: str) -> str:
         out = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=30)
@@ -194,13 +192,7 @@ HealthCheckNodeState=ANY
         return all(self.job(i)["JobState"] == "COMPLETED" for i in ids)
 
     def stop(self) -> None:
-        for proc in reversed(self.procs):
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        self.daemons.stop()
 
 
 @pytest.fixture
