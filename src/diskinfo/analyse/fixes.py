@@ -263,13 +263,15 @@ FASTER_STEP = Fix(
     _step_fix,
 )
 CONTENTION = Fix(
-    "CPUs no other work takes (`--cpuset-cpus`, Kubernetes' static CPU manager), the "
-    "neighbours capped (`--cpus`), or another node; never more workers",
+    "CPUs no other work takes (`--cpuset-cpus`, Kubernetes' static CPU manager), a CPU "
+    "weight near its use (`--cpu-shares`, a pod's CPU request), the neighbours capped "
+    "(`--cpus`), or another node; never more workers",
     lambda s: (
         "give this job CPUs no other work takes: pin it and its neighbours to separate cores "
         "(docker run --cpuset-cpus; Kubernetes: the static CPU manager with a Guaranteed pod), "
-        "cap the neighbours (--cpus), or move the job to a less loaded node; more DataLoader "
-        "workers would only queue for the same cores"
+        "give it a CPU weight near what it uses (docker run --cpu-shares; Kubernetes: the "
+        "pod's CPU request, which sets that weight), cap the neighbours (--cpus), or move the "
+        "job to a less loaded node; more DataLoader workers would only queue for the same cores"
     ),
 )
 WRAP = Fix(
