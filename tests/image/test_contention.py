@@ -1,13 +1,15 @@
 """A neighbour's CPU load is a cause of its own, held steadily.
 
-A training container runs a DataLoader with two workers whose transform is CPU-heavy; a
+A training container runs a DataLoader whose workers' transform is CPU-heavy, with workers
+for under half the host's cores and a quarter-core CPU weight (a pod's small CPU request); a
 second container keeps every host core busy. The workers and the main process are runnable
 but wait for a core (/proc/PID/schedstat), while this container uses well under its cores:
 the host's other work takes the CPU it could use. The monitor's held verdict must name that
-(`input-bound: cpu`, cause `cpu-contention`, with a fix about CPU pinning, limits or another
-node) and hold it: at most one change of held verdict or cause per minute. Before it
+(`input-bound: cpu`, cause `cpu-contention`, with a fix about CPU pinning, weight, limits or
+another node) and hold it: at most one change of held verdict or cause per minute. Before it
 followed the loop's swings between starved and fed stretches (compute-bound, cpu-unexplained,
-cpu-saturated; a change a minute).
+cpu-saturated; a change a minute). Two workers on a 2-core host want the host's every core:
+that job saturates its own cores as much as the neighbour does, and both causes are true.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.image
 HOG = "for i in $(seq $(nproc)); do yes > /dev/null & done; wait"
 
 TRAIN = r"""
-import time, torch
+import os, time, torch
 from torch.utils.data import DataLoader, Dataset
 import diskinfo.torch
 
@@ -34,7 +36,8 @@ class Decoded(Dataset):
         sum(j * j for j in range(30000))  # a decode: the workers compute
         return torch.zeros(8)
 
-loader = diskinfo.torch.watch(DataLoader(Decoded(), batch_size=8, num_workers=2,
+loader = diskinfo.torch.watch(DataLoader(Decoded(), batch_size=8,
+                                         num_workers=max(1, os.cpu_count() // 2 - 1),
                                          persistent_workers=True))
 deadline = time.time() + 150
 for batch in loader:
@@ -62,6 +65,9 @@ def test_a_neighbours_cpu_hog_is_named_and_held(container, docker_client, image,
             TRAIN,
             env={"DISKINFO_INTERVAL": "2"},
             volumes={str(logs): {"bind": "/workspace/logs", "mode": "rw"}},
+            # a quarter-core CPU request, as Kubernetes maps it: the neighbour's equal-weight
+            # share leaves this job less than it wants although the host has cores for it
+            cpu_shares=256,
         )
         code = running.wait(timeout=300)
     finally:
@@ -83,6 +89,7 @@ def test_a_neighbours_cpu_hog_is_named_and_held(container, docker_client, image,
     v = contended[-1]["verdict"]
     assert v["verdict"] == "input-bound: cpu", v
     assert v["summary"].startswith("the host's other work takes the CPU"), v["summary"]
-    assert "--cpuset-cpus" in v["fixes"][0] and "less loaded node" in v["fixes"][0], v["fixes"]
+    fix = v["fixes"][0]
+    assert "--cpuset-cpus" in fix and "--cpu-shares" in fix and "less loaded node" in fix, fix
     # said where the user looks: docker logs' verdict line
     assert "[Verdict] input-bound: cpu: the host's other work takes the CPU" in running.logs()
