@@ -494,3 +494,39 @@ def test_schedstat_run_wait_is_the_second_field():
     with pytest.raises(ParseError):
         parse_run_wait_s("garbage")
     assert run_wait_s(os.getpid()) >= 0.0 and run_wait_s(2**22 + 1) == 0.0  # no such process
+
+
+def test_files_of_finished_runs_are_looked_at_once(tmp_path, monkeypatch):
+    """Runs killed without their clean-up leave state files; each cost a /proc read every
+    interval. A file found to be a finished run's is skipped while it stays as it was, and
+    looked at again once rewritten (a new publisher that got the same PID)."""
+    from diskinfo.collectors import proctree
+
+    ours = tmp_path / f"{loader_state.FILE_PREFIX}{os.getpid()}.json"
+    ours.write_text("{}")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = tmp_path / f"{loader_state.FILE_PREFIX}{dead.pid}.json"
+    left.write_text("{}")
+    (tmp_path / f"{loader_state.FILE_PREFIX}x.json").write_text("{}")  # not a PID: ignored
+    looked: list[int] = []
+    real = proctree.psutil.Process
+
+    def counting(pid: int):
+        looked.append(pid)
+        return real(pid)
+
+    monkeypatch.setattr(proctree.psutil, "Process", counting)
+    past = time.time() - 10
+    os.utime(tmp_path, (past, past))  # the folder settled: its stamp stands for its files
+    publishers = proctree.LivePublishers()
+    assert publishers(tmp_path) == {os.getpid()}
+    assert publishers(tmp_path) == {os.getpid()}
+    assert looked.count(dead.pid) == 1 and looked.count(os.getpid()) == 2
+    fresh = tmp_path / "new"
+    fresh.write_text("{}")
+    os.replace(fresh, left)  # rewritten by rename, as publishers write: the folder's stamp moves
+    publishers(tmp_path)
+    assert looked.count(dead.pid) == 2
+    left.unlink()
+    assert publishers(tmp_path) == {os.getpid()} and not publishers._finished

@@ -25,9 +25,9 @@ import psutil
 from diskinfo import loader_state
 from diskinfo.collectors import BaseCollector
 from diskinfo.collectors.proctree import (
+    LivePublishers,
     ProcSnapshot,
     TreeReader,
-    live_publishers,
 )
 from diskinfo.collectors.roles import ROLE_ORDER, assign_roles
 from diskinfo.record import CommandEnd, IntervalRecord, ProcessIO
@@ -174,6 +174,7 @@ class ProcsCollector(BaseCollector):
         self.state_dir = state_dir if state_dir is not None else loader_state.state_dir()
         self._previous: dict[tuple[int, float], ProcSnapshot] = {}
         self._tree = TreeReader()
+        self._publishers = LivePublishers()
         self._seen: int | None = None  # the last training PID seen running
         self._owed: dict[tuple[int, float], Owed] = {}
         self._started = time.time()
@@ -218,7 +219,7 @@ class ProcsCollector(BaseCollector):
 
     def fill(self, record: IntervalRecord) -> None:
         root = self._root() if self.pid_file is not None else None
-        loops = live_publishers(self.state_dir)
+        loops = self._publishers(self.state_dir)
         roots = tuple(sorted(loops | ({root} if root is not None else set())))
         tree = self._tree.read(roots) if roots else []
         if root is not None and not any(p.pid == root for p in tree):
