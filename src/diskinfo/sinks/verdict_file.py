@@ -96,8 +96,11 @@ def read(path: Path) -> dict[str, Any] | None:
 
 
 class VerdictFileSink:
-    """Monitor sink: rewrites the file after every interval; removes it when the monitor ends
-    cleanly, so a reader never shows a dead monitor's verdict as live."""
+    """Monitor sink: rewrites the file after every interval in which a process publishes
+    loader figures (its readers are those processes: `diskinfo.torch.watch` shows it); removes
+    it when none does, and when the monitor ends cleanly, so a reader never shows a dead
+    monitor's verdict as live. Writing it with no reader cost 0.35 ms a sample, 40% of the
+    whole monitor's CPU."""
 
     def __init__(self, directory: Path | None = None, stderr: TextIO | None = None) -> None:
         self.path = verdict_path(directory)
@@ -106,6 +109,9 @@ class VerdictFileSink:
         self._written = False
 
     def write(self, record: IntervalRecord) -> None:
+        if record.loader is None and not record.wrapped_not_iterated:
+            self.close()  # no watched loader lives: nobody to show it to
+            return
         try:
             if not self._written:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
