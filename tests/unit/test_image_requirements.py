@@ -4,7 +4,9 @@ package anywhere else."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from types import ModuleType
 
 import tomllib
 from packaging.requirements import Requirement
@@ -79,21 +81,24 @@ def test_the_image_builds_diskinfo_with_the_setuptools_pyproject_needs():
     assert "setuptools>=77" in own, own
 
 
-CONSTRAINTS = ROOT / "docker" / "build" / "constraints.txt"
+def _script() -> ModuleType:
+    """scripts/image-constraints.py, which writes and checks the constraints: its reader and
+    its names are the ones these tests hold the file to."""
+    spec = importlib.util.spec_from_file_location(
+        "image_constraints", ROOT / "scripts" / "image-constraints.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONSTRAINTS_SCRIPT = _script()
+CONSTRAINTS = CONSTRAINTS_SCRIPT.CONSTRAINTS
 
 
 def _constraints() -> dict[str, str]:
-    pins = {}
-    for line in CONSTRAINTS.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            pins[_name(name)] = version
-    return pins
-
-
-def _name(requirement: str) -> str:
-    return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~;\[ ]", requirement.strip())[0]).lower()
+    return CONSTRAINTS_SCRIPT.read(CONSTRAINTS)
 
 
 def test_constraints_pin_every_requirement_at_a_version_it_accepts():
@@ -104,7 +109,7 @@ def test_constraints_pin_every_requirement_at_a_version_it_accepts():
     own, diskinfo = _requirements()
     for requirement in own + diskinfo:
         parsed = Requirement(requirement)
-        name = _name(parsed.name)
+        name = CONSTRAINTS_SCRIPT.normalise(parsed.name)
         assert name in pins, f"{name} is not in {CONSTRAINTS.name}: run `make constraints`"
         assert parsed.specifier.contains(pins[name], prereleases=True), (requirement, pins[name])
 
@@ -112,7 +117,7 @@ def test_constraints_pin_every_requirement_at_a_version_it_accepts():
 def test_constraints_leave_the_torch_stack_to_the_dockerfile_and_torch():
     """torch's version is the Dockerfile's ARG, its CUDA libraries are torch's own exact pins
     (cu118, cu126 and cu128 builds differ), so a pin here would fight the CUDA variants."""
-    stack = [n for n in _constraints() if re.fullmatch(r"torch.*|triton|nvidia-.*-cu\d+", n)]
+    stack = [n for n in _constraints() if CONSTRAINTS_SCRIPT.TORCH_STACK.fullmatch(n)]
     assert stack == []
 
 
