@@ -10,9 +10,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from diskinfo.analyse.tally import VerdictTally
 
 SCHEMA = "diskinfo.interval/1"
+NO_VERDICT = "no verdict"  # intervals recorded without a verdict (analysis failed or off)
 
 
 def utf8_text(text: str) -> str:
@@ -305,6 +309,23 @@ class Verdict:
         return Verdict(**{**self.__dict__, **changes})
 
 
+class HeldAccount(NamedTuple):
+    """What the analyser knows of the held verdict across intervals, as of one interval: the
+    facts the text log tells in words, so that it writes and does not decide. Set by the
+    Diagnoser on each record it judges (`IntervalRecord.account`, also where the analysis
+    failed: its interval counts in the run); never part of the JSONL. (A tuple: one is made
+    per interval, and a tuple costs a fraction of a frozen dataclass.)"""
+
+    changed: bool  # the held verdict or its cause differs from the verdict handed out before
+    was: str | None  # that verdict (None: this is the first)
+    was_cause: str  # its cause
+    agrees: bool  # this interval's own decision is the held verdict
+    waited_s: float | None  # this interval's data-wait share x its seconds (None: not measured)
+    # the run so far: the seconds in each verdict and the fix to try first (the analyser's
+    # own tally, one rule with `diskinfo report`; it goes on counting after this interval)
+    run: VerdictTally
+
+
 @dataclass(frozen=True)
 class CommandEnd:
     """How the training command ended (the image's run-train.sh writes its exit status beside
@@ -342,6 +363,18 @@ class IntervalRecord:
     # publishes loop figures), at most 200 characters, values of options named like secrets
     # (--token=..., --api-key ...) replaced by ***: `diskinfo report` names each run by it
     command: str = ""
+
+    # The analyser's account of the held verdict across intervals (HeldAccount), for the sinks
+    # that put it into words. Not a field: never written to the JSONL (orjson leaves out an
+    # attribute named with an underscore, to_dict takes the fields alone), nor compared; a
+    # record read back from the JSONL, or judged by anything but the Diagnoser, has none.
+    @property
+    def account(self) -> HeldAccount | None:
+        return self.__dict__.get("_account")
+
+    @account.setter
+    def account(self, value: HeldAccount | None) -> None:
+        self.__dict__["_account"] = value
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

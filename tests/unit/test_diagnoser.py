@@ -4,7 +4,9 @@ container's CPU, from records as the collectors fill them."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 
 import pytest
 from hypothesis import given
@@ -90,6 +92,69 @@ def test_jsonl_keeps_the_interval_decision_and_the_held_verdict():
         out[2].evidence[0].startswith("data-wait 1% of step time (not input-bound")
     )  # the figures are this interval's
     assert out[5].held_s == 5.0 and out[4].held_s == 25.0
+
+
+def test_the_account_says_what_changed_and_what_each_interval_decided():
+    """The facts the log's [Verdict] and [Summary] lines word, decided here (the log only
+    writes them): the sequence of the JSONL test above, held small files then compute."""
+    diag = Diagnoser({}, hold=2)
+    small = judged_record(loader=loop_figures(0.6), devices=SMALL_FILE_READS)
+    fast = judged_record(loader=loop_figures(0.01))
+    out = []
+    for r in (small, small, fast, small, fast, fast):
+        diag(r)
+        out.append(r.account)
+    assert all(a is not None for a in out)
+    assert [a.changed for a in out] == [True, False, False, False, False, True]
+    assert out[0].was is None  # the first held verdict
+    assert (out[5].was, out[5].was_cause) == (VerdictName.INPUT_SMALL_FILES, Cause.SMALL_FILES)
+    # intervals 2 and 4 decided compute-bound while small files were held; 5 holds it
+    assert [a.agrees for a in out] == [True, True, False, True, False, True]
+    assert [a.waited_s for a in out] == pytest.approx([3.0, 3.0, 0.05, 3.0, 0.05, 0.05])
+    # the run so far, for the closing line: one tally, still counting
+    assert out[0].run is out[5].run and out[5].run.total_s == 30.0
+    assert out[5].run.shares() == {
+        VerdictName.INPUT_SMALL_FILES: pytest.approx(5 / 6),
+        VerdictName.COMPUTE_BOUND: pytest.approx(1 / 6),
+    }
+
+
+def test_a_change_in_an_interval_whose_analysis_failed_is_said_with_the_next(monkeypatch):
+    """The account compares with the verdict handed out before: the change is not lost with
+    the interval that made it (the log said it one interval late, as it always did)."""
+    diag = Diagnoser({}, hold=1)
+    fast = judged_record(loader=loop_figures(0.01))
+    idle = judged_record()
+    diag(fast)
+    assert fast.account.changed
+    real = diag._warnings
+    monkeypatch.setattr(diag, "_warnings", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        diag(idle)  # the held verdict changed to idle here, and nothing was handed out
+    assert idle.account is not None and not idle.account.changed  # counted, nothing said
+    monkeypatch.setattr(diag, "_warnings", real)
+    diag(idle)
+    after = idle.account
+    assert after.changed and after.was == VerdictName.COMPUTE_BOUND, after
+    assert after.run.shares() == {
+        VerdictName.COMPUTE_BOUND: pytest.approx(1 / 3),
+        "no verdict": pytest.approx(1 / 3),
+        VerdictName.IDLE: pytest.approx(1 / 3),
+    }
+
+
+def test_the_account_is_never_written_compared_or_copied():
+    """The JSONL keeps its fields: the account is the monitor's own, not the record's."""
+    from diskinfo.sinks.jsonl import encode
+
+    r = judged_record(loader=loop_figures(0.6), devices=SMALL_FILE_READS)
+    r.verdict = Diagnoser({}, hold=2)(r)
+    assert r.account is not None
+    line = json.loads(encode(r))
+    assert line == json.loads(json.dumps(r.to_dict()))
+    assert set(line) == {f.name for f in dataclasses.fields(IntervalRecord)}
+    back = IntervalRecord.from_dict(line)
+    assert back == r and back.account is None
 
 
 def test_small_files_are_named_without_a_baseline_and_the_bench_hint_is_said_once():

@@ -164,3 +164,34 @@ def test_watch_console_verdicts_prints_only_the_verdict_lines(tmp_path):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2 and "invalid choice: 'loud'" in bad.stderr
+
+
+def test_the_log_writes_what_the_analysis_decided(tmp_path):
+    """The sink decides nothing: it tells a change when the verdict's account says one
+    happened (and from what), not by comparing verdicts itself, and sums what the accounts
+    state over its summary period."""
+    from diskinfo.analyse.tally import VerdictTally
+    from diskinfo.record import HeldAccount, IntervalRecord, Verdict
+
+    echo = io.StringIO()
+    sink = TextLogSink(str(tmp_path), echo=echo, console="verdicts", summary_s=10)
+    run = VerdictTally()
+    accounts = [  # changed, was, agrees, data-wait seconds
+        (False, None, True, None), (True, "compute-bound", True, None),
+        (False, None, True, 1.0), (False, None, False, None),
+    ]  # fmt: skip
+    for i, (changed, was, agrees, waited) in enumerate(accounts):
+        r = IntervalRecord(ts=1e9 + 5 * i, elapsed_s=5.0)
+        r.verdict = Verdict("idle", summary="nothing ran", cause="no-training", held_s=5.0 * i)
+        run.add(r, r.verdict)
+        r.account = HeldAccount(changed, was, "", agrees, waited, run)
+        sink.write(r)
+    sink.close()
+    told = [line.split(" ", 1)[1].split(" (details")[0] for line in echo.getvalue().splitlines()]
+    assert told == [
+        "[Verdict] idle: nothing ran (was compute-bound)",
+        "[Summary] idle for 15 s (50% of the last 2 intervals decided it, data-wait 20% of step "
+        "time): nothing ran",
+        f"[Run] 20 s watched: idle 100% | a report with a timeline: diskinfo report "
+        f"{tmp_path}/diskinfo.jsonl",
+    ]

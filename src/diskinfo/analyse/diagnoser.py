@@ -11,6 +11,9 @@
   the command's start-up (importing torch reads hundreds of library files from the disk the
   data may share), so it is `unknown (starting)`, never judged on reads that were not data.
 - Once-only notes (no measured bandwidth for a device) and sustained-condition warnings.
+- The held verdict's account (analyse/account.py): whether it changed since the verdict
+  handed out before and from what, and the running figures the log's summary and closing
+  lines say, set on each record judged.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import collections
 from collections.abc import Callable, Mapping
 
 from diskinfo.analyse import thresholds as t
+from diskinfo.analyse.account import Accounts
 from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.fixes import wrap_fix
 from diskinfo.analyse.signals import busiest_device, watched
@@ -76,6 +80,7 @@ class Diagnoser:
         # contention is held with two thresholds: a neighbour's load that ebbs for a moment
         # leaves the run-queue wait between them, and the cause stays
         self._contended = False
+        self._accounts = Accounts()
 
     def _hold(self, key: str, condition: bool, elapsed: float) -> float:
         if condition:
@@ -90,6 +95,17 @@ class Diagnoser:
             out.append(text)
 
     def __call__(self, record: IntervalRecord) -> Verdict:
+        """The record's verdict; the held verdict's account goes on the record, also when
+        the analysis fails (the run's closing line counts that interval as "no verdict")."""
+        try:
+            verdict = self._judge(record)
+        except Exception:
+            record.account = self._accounts.failed(record)
+            raise
+        record.account = self._accounts.add(record, verdict)
+        return verdict
+
+    def _judge(self, record: IntervalRecord) -> Verdict:
         baselines = self._baselines() if callable(self._baselines) else self._baselines
         elapsed = record.elapsed_s
         # the training command's age: counted while its processes run, reset when they end

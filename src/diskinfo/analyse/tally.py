@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from diskinfo.analyse.fixes import longer_fix, wrap_fix
-from diskinfo.record import IntervalRecord, Verdict, VerdictName
+from diskinfo.record import NO_VERDICT, IntervalRecord, Verdict, VerdictName
 
-NO_VERDICT = "no verdict"  # intervals recorded without a verdict (analysis failed or off)
 # a measured run of at most this many intervals, none judged (unknown, then idle once the
 # command ended), ended before it could be judged: the loop's first interval is start-up
 TOO_SHORT_INTERVALS = 3
@@ -31,12 +30,12 @@ class VerdictTally:
         self._intervals = 0
         self._interval_s = 0.0  # the longest interval seen: the monitor's own
 
-    def add(self, record: IntervalRecord) -> None:
-        v: Verdict | None = record.verdict
+    def add(self, record: IntervalRecord, v: Verdict | None) -> None:
+        """`v`: the record's verdict (the analyser counts a record before it holds one)."""
         self.total_s += max(record.elapsed_s, 0.0)
         self._intervals += 1
         self._interval_s = max(self._interval_s, record.elapsed_s)
-        self.seconds[verdict_of(record)] += record.elapsed_s
+        self.seconds[v.verdict if v is not None else NO_VERDICT] += record.elapsed_s
         if v is not None and v.fixes:
             self._fixes[(v.verdict, v.fixes[0])] += record.elapsed_s
         self._trained = self._trained or bool(record.procs)

@@ -77,7 +77,7 @@ def _weighted(pairs: list[tuple[float, float]]) -> float | None:
 def summarise(records: Sequence[IntervalRecord], name: str = "") -> Summary:
     tally = VerdictTally()
     for r in records:
-        tally.add(r)
+        tally.add(r, r.verdict)
     top = tally.top_fix()
 
     loaders = [r.loader for r in records if r.loader is not None]

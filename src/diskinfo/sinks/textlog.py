@@ -13,7 +13,6 @@ saying where the details are: what `docker logs` shows of the image's monitor.
 
 from __future__ import annotations
 
-import collections
 import os
 import re
 import time
@@ -21,15 +20,17 @@ from collections.abc import Callable
 from typing import TextIO
 
 from diskinfo import logfiles
-from diskinfo.analyse.tally import VerdictTally
 from diskinfo.analyse.thresholds import summary_interval_s
 from diskinfo.record import (
+    NO_VERDICT,
     CgroupIO,
     CommandEnd,
     DeviceFigures,
     GpuFigures,
+    HeldAccount,
     IntervalRecord,
     NfsFigures,
+    Verdict,
 )
 from diskinfo.sinks.jsonl import FILENAME as JSONL
 from diskinfo.sinks.rotating import RotatingFile
@@ -140,74 +141,85 @@ def _minutes(seconds: float) -> str:
 
 
 class VerdictLog:
-    """The held verdict in words: on change, as a periodic summary, and once-only notes."""
+    """The held verdict in words, as the analyser accounts for it (`IntervalRecord.account`):
+    on change, as a periodic summary, and once-only notes. Its one choice is the summary's
+    period, over which it sums what the accounts state (a verdict without an account, made
+    by anything but the Diagnoser, has only its notes and warnings said)."""
 
     def __init__(self, summary_s: float | None = None) -> None:
         self.summary_s = summary_interval_s() if summary_s is None else summary_s
-        self.held: str | None = None
-        self.held_cause = ""  # the cause words the summary and the first fix: said on change
+        # since the last line said: seconds, intervals, those that decided the held verdict,
+        # data-wait seconds and the seconds that measured it (sums from zero at each line)
         self.since_summary = 0.0
-        self.decided: collections.Counter[str] = collections.Counter()
-        self.wait_s = 0.0  # data-wait share x seconds, summed since the last line
-        self.judged_s = 0.0  # seconds with a data-wait share
-        self.run = VerdictTally()  # the whole run, for the closing [Run] line
+        self.intervals = self.agreeing = 0
+        self.wait_s = self.judged_s = 0.0
+        self._latest: HeldAccount | None = None  # for the closing [Run] line
+        # records no analyser judged (a monitor without one): their seconds, so that such a
+        # run still ends on a [Run] line saying where its report is
+        self._unjudged = 0
+        self._unjudged_s = 0.0
 
     def lines(self, record: IntervalRecord) -> list[str]:
         """This record's [Verdict], [Summary], [Note] and [warning] lines."""
+        account = record.account
+        if account is None:
+            self._unjudged += 1
+            self._unjudged_s += max(record.elapsed_s, 0.0)
+        else:
+            self._latest = account
         v = record.verdict
-        self.run.add(record)
         if v is None:
             return []
         out = []
-        elapsed = record.elapsed_s
-        self.since_summary += elapsed
-        self.decided[v.interval_verdict or v.verdict] += 1
-        if v.input_share is not None:
-            self.wait_s += v.input_share * elapsed
-            self.judged_s += elapsed
-        if v.verdict != self.held or v.cause != self.held_cause:
-            fix = f" | try: {v.fixes[0]}" if v.fixes else ""
-            if self.held is None:
-                was = ""
-            elif v.verdict != self.held:
-                was = f" (was {self.held})"
-            else:  # e.g. unknown: from `starting` to `not-wrapped`, which says what to do
-                was = f" (cause was {self.held_cause or 'none'})"
-            out.append(f"[Verdict] {v.verdict}: {v.summary}{was}{fix}")
-            self.held, self.held_cause = v.verdict, v.cause
-            self._reset()
-        elif self.since_summary >= self.summary_s:
-            out.append(self._summary(v.verdict, v.held_s, v.summary))
+        if account is not None:
+            self.since_summary += record.elapsed_s
+            self.intervals += 1
+            self.agreeing += account.agrees
+            if account.waited_s is not None:
+                self.wait_s += account.waited_s
+                self.judged_s += record.elapsed_s
+            if account.changed:
+                out.append(_change(v, account))
+                self._reset()
+            elif self.since_summary >= self.summary_s:
+                out.append(self._summary(v))
+                self._reset()
         out += [f"[Note] {n}" for n in v.notes]
         out += [f"[warning] {w}" for w in v.warnings]
         return out
 
-    def _summary(self, held: str, held_s: float, why: str) -> str:
-        total = sum(self.decided.values())
-        agree = self.decided[held] / total if total else 0.0
+    def _summary(self, v: Verdict) -> str:
+        agree = self.agreeing / self.intervals if self.intervals else 0.0
         wait = (
             f", data-wait {self.wait_s / self.judged_s * 100:.0f}% of step time"
             if self.judged_s
             else ""
         )
-        line = (
-            f"[Summary] {held} for {_minutes(held_s)} ({agree * 100:.0f}% of the last "
-            f"{total} intervals decided it{wait}): {why}"
+        return (
+            f"[Summary] {v.verdict} for {_minutes(v.held_s)} ({agree * 100:.0f}% of the last "
+            f"{self.intervals} intervals decided it{wait}): {v.summary}"
         )
-        self._reset()
-        return line
+
+    def _reset(self) -> None:
+        self.since_summary = 0.0
+        self.intervals = self.agreeing = 0
+        self.wait_s = self.judged_s = 0.0
 
     def closing(self, jsonl: str, end: CommandEnd | None = None) -> str | None:
         """The run in one line, for the end of `docker logs`: a run shorter than the summary
         interval otherwise ends on its first verdict, often `unknown` (the loop's start). A
         training command that failed is said instead of a fix: its fault, not its input,
         ended the run (a `pip install` that failed had it propose wrapping the DataLoader)."""
-        if self.run.total_s <= 0 and end is None:
+        run = self._latest.run if self._latest is not None else None
+        if run is not None:
+            total_s, shares, top = run.total_s, list(run.shares().items()), run.top_fix()
+        else:  # nothing judged: the seconds watched, each without a verdict
+            total_s, top = self._unjudged_s, None
+            shares = [(NO_VERDICT, 1.0 if total_s else 0.0)] if self._unjudged else []
+        if total_s <= 0 and end is None:
             return None
-        shares = list(self.run.shares().items())
         held = ", ".join(f"{v} {share * 100:.0f}%" for v, share in shares[:3]) or "no interval"
         more = f" (+{len(shares) - 3} more)" if len(shares) > 3 else ""
-        top = self.run.top_fix()
         fix = f" | first fix to try: {top[1]}" if top else ""
         if end is not None and end.code != 0:
             after = f" after {_minutes(end.ran_s)}" if end.ran_s is not None else ""
@@ -217,14 +229,20 @@ class VerdictLog:
                 f"{logs}, docker logs)"
             )
         return (
-            f"[Run] {_minutes(self.run.total_s)} watched: {held}{more}{fix} | a report with a "
+            f"[Run] {_minutes(total_s)} watched: {held}{more}{fix} | a report with a "
             f"timeline: diskinfo report {jsonl}"
         )
 
-    def _reset(self) -> None:
-        self.since_summary = 0.0
-        self.decided.clear()
-        self.wait_s = self.judged_s = 0.0
+
+def _change(v: Verdict, account: HeldAccount) -> str:
+    fix = f" | try: {v.fixes[0]}" if v.fixes else ""
+    if account.was is None:
+        was = ""
+    elif v.verdict != account.was:
+        was = f" (was {account.was})"
+    else:  # e.g. unknown: from `starting` to `not-wrapped`, which says what to do
+        was = f" (cause was {account.was_cause or 'none'})"
+    return f"[Verdict] {v.verdict}: {v.summary}{was}{fix}"
 
 
 def lines(record: IntervalRecord) -> list[str]:
