@@ -12,6 +12,7 @@ reader's stream; only full batches are counted, as with drop_last.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, NamedTuple
@@ -42,9 +43,7 @@ def mixing(
     if batch_size < 1:
         raise ValueError(f"batch_size must be 1 or more, got {batch_size}")
     if labels is None:
-        from diskinfo.shards import read_shard  # torch: not for a caller that has the labels
-
-        labels = [[s.get(label) for s in read_shard(path, only=(label,))] for path in ds.shards]
+        labels = shard_labels(ds, label)
     if any(value is None for shard in labels for value in shard):
         raise ValueError(f"samples without a {label!r} member: the class mix needs labels")
     if ds.world_size is not None:
@@ -70,6 +69,22 @@ def mixing(
     shuffled = expected_distinct(list(classes.values()), batch_size)
     distinct = sum(counts) / len(counts) if counts else 0.0
     return Mixing(distinct, shuffled, len(counts))
+
+
+def shard_labels(
+    ds: ShardStream, label: str = "cls", deadline: float | None = None
+) -> list[list[Hashable]]:
+    """Each shard's `label` members in stored order (None for a sample without one), read
+    once for several `mixing` calls: only those members' bytes are read. TimeoutError when
+    the monotonic clock passes `deadline` (a large set on slow storage: every tar header)."""
+    from diskinfo.shards import read_shard  # torch: not for a caller that has the labels
+
+    out = []
+    for path in ds.shards:
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"reading the {label!r} members took too long")
+        out.append([s.get(label) for s in read_shard(path, only=(label,))])
+    return out
 
 
 def expected_distinct(class_sizes: list[int], batch_size: int) -> float:

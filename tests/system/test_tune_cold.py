@@ -43,6 +43,8 @@ def test_cold_small_files_pick_within_10_percent(small_files: Path) -> None:
     outcome = tune(Options(FACTORY, budget=30, cold=True))
     assert outcome.meta["cache"].startswith("cold") and not outcome.first_passes
     assert {r.cache for r in outcome.results} == {"cold"}
+    # the files are read through tune's shuffled sampler: each batch a fully shuffled draw
+    assert all(r.mix == {"fully_shuffled": True} for r in outcome.results), outcome.results
     # cold reads on a shared virtual disk vary by about 13% from one second to the next
     # (measured: the same setting, back to back), so more pairs than for warm workloads
     ratio, how = check_within(FACTORY, 30, rounds=11, staged=outcome, cold=True)

@@ -215,7 +215,21 @@ def test_pack_adds_the_shards_to_the_grid(
     assert any(r["shards"] for r in rows) and any(not r["shards"] for r in rows)
     (chosen,) = [r for r in rows if r["setting"] == data["best"]]
     assert chosen["measurements"] >= 2, chosen  # the pick never rests on one reading
-    capsys.readouterr()
+    # each setting's batch mix beside its rate: the shards' as ShardDataset.mixing predicts
+    # it for the setting's workers, the files' read through tune's shuffled sampler
+    for r in rows:
+        if not r["shards"]:
+            assert r["batch_mix"] == {"fully_shuffled": True}, r
+            continue
+        m = r["batch_mix"]
+        assert m["num_workers"] == r["loader_kwargs"]["num_workers"] and m["batch_size"] == 64
+        assert m["shuffled_loader"] == pytest.approx(4.0, abs=0.01), m  # 4 classes, batch 64
+        assert 0 < m["ratio"] <= 1.0 and m["shuffle_buffer"] == 1000, m
+    text = capsys.readouterr().out
+    (head,) = [line for line in text.splitlines() if line.startswith("setting ")]
+    assert head.index("over epoch") < head.index("batch mix") < head.index("start s"), head
+    assert "/4.0 cls" in text and "shuffled" in text and "\nbatch mix: distinct classes" in text
+    assert ("batch mix of the pick: " in text) == chosen["shards"], text
     assert "--pack needs" in one_line_error(
         ["tune", f"{W}:cpu_decode", "--pack", str(tmp_path / "shards"), "--out", out], capsys
     )
@@ -227,3 +241,53 @@ def test_pack_adds_the_shards_to_the_grid(
     assert "no file matches" in one_line_error(
         ["tune", f"{W}:cpu_decode", "--pack", glob + ".gz", "--out", out], capsys
     )
+
+
+def test_the_batch_mix_is_shard_dataset_mixing_for_each_workers_count(tmp_path: Path) -> None:
+    """One implementation: what tune shows for a setting is ShardDataset.mixing for its
+    num_workers; a map-style dataset is read through tune's shuffled sampler; an
+    IterableDataset whose order tune cannot know says nothing; shards without class labels
+    get the order correlation with the samples' key order."""
+    import io
+    import tarfile
+
+    from diskinfo.pack import pack
+    from diskinfo.shards import ShardDataset
+    from diskinfo.tune import mix
+    from tests.helpers.tune_workloads import Decode
+
+    for i in range(400):
+        (tmp_path / "src" / f"c{i % 4}").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / f"c{i % 4}" / f"{i:04d}.bin").write_bytes(bytes(10))
+    pack(tmp_path / "src", tmp_path / "shards", shards=8, shuffle_seed=None)  # key order
+    ds = ShardDataset(str(tmp_path / "shards"), shuffle_buffer=20)
+    found = mix.mixes(ds, 16, [0, 1, 2, 4])
+    for workers, got in found.items():
+        want = ds.mixing(16, workers)
+        assert got["distinct_classes"] == round(want.distinct, 2), (workers, got, want)
+        assert got["ratio"] == round(want.ratio, 3) and got["batches"] == want.batches
+    assert all(m["ratio"] < 0.7 for m in found.values()), found  # classes in runs: unmixed
+    assert mix.cell(found[0]).endswith("/4.0 cls") and mix.cell(None) == "-"
+
+    assert mix.mixes(Decode(), 16, [0, 2]) == {w: {"fully_shuffled": True} for w in (0, 2)}
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(10))
+
+    assert mix.mixes(Stream(), 16, [0]) == {}
+
+    paths = []
+    for n in range(2):  # keys k000..k099 in order, no `cls` member
+        paths.append(str(tmp_path / f"plain-{n}.tar"))
+        with tarfile.open(paths[-1], "w") as tar:
+            for k in range(50 * n, 50 * n + 50):
+                info = tarfile.TarInfo(f"k{k:03d}.bin")
+                info.size = 4
+                tar.addfile(info, io.BytesIO(bytes(4)))
+    plain = ShardDataset(paths, shuffle_buffer=0, shuffle_shards=False)
+    (got,) = mix.mixes(plain, 8, [0]).values()
+    assert got["order_correlation"] == 1.0 and mix.cell(got) == "rho +1.00", got
+    shuffled = ShardDataset(paths)  # the training defaults: shard order and buffer shuffled
+    (got,) = mix.mixes(shuffled, 8, [0]).values()
+    assert abs(got["order_correlation"]) < 0.5, got

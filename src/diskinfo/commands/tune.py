@@ -10,7 +10,7 @@ from pathlib import Path
 
 from diskinfo.commands import LOG_DIR
 from diskinfo.pack.progress import Bar
-from diskinfo.tune import Options, tune
+from diskinfo.tune import Options, mix, tune
 from diskinfo.tune.table import caveat, plot, render, verdict, write_json
 
 
@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     for line in verdict(outcome.chosen, outcome.current, outcome.epoch, outcome.batch_size,
                         outcome.saturated):  # fmt: skip
         print(line)
+    if said := mix.words("the pick", outcome.chosen.mix):
+        print(said)
     for line in caveat(outcome.results, outcome.chosen, outcome.epoch, opts.budget):
         print(line)
     print(f"written: {prefix.with_suffix('.json')}" + (f", {png}" if drew else " (no PNG: "

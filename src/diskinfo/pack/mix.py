@@ -57,12 +57,13 @@ class _Defaults(ShardStream):
         self.world_size = 1
 
 
-def order_correlation(ds: ShardStream, ranks: list[list[int]]) -> float:
+def order_correlation(ds: ShardStream, ranks: list[list[int]], workers: int = WORKERS) -> float:
     """Spearman's rho between each reader's output position and SRC rank, averaged over the
-    readers weighted by their sample counts."""
+    readers (`workers` DataLoader workers on one rank) weighted by their sample counts."""
     total = weight = 0.0
-    for worker in range(WORKERS):
-        seen = list(ds.stream(ds.epoch, 0, 1, worker, WORKERS, ranks.__getitem__))
+    workers = max(1, workers)
+    for worker in range(workers):
+        seen = list(ds.stream(ds.epoch, 0, 1, worker, workers, ranks.__getitem__))
         if len(seen) > 1:
             total += len(seen) * _spearman(seen)
             weight += len(seen)

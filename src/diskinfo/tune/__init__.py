@@ -3,8 +3,9 @@
 Which of the verdicts' fixes helps (more workers, a deeper prefetch, persistent workers,
 pinned memory, packed shards) depends on the data and the machine; this measures each on
 the user's own Dataset within a time budget and names the best with its gain over the
-current setting. `grid` says what is tried, `runner` how one setting is measured, `table`
-how the best is chosen and shown, `cache` how the page cache is made cold.
+current setting. `grid` says what is tried, `runner` how one setting is measured, `mix`
+how mixed each setting's batches are, `table` how the best is chosen and shown, `cache` how
+the page cache is made cold.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from diskinfo.errors import UserError
-from diskinfo.tune import grid
+from diskinfo.tune import grid, mix
 from diskinfo.tune.cache import can_drop
 from diskinfo.tune.cap import for_runner, saturated
 from diskinfo.tune.grid import Setting
@@ -28,6 +29,7 @@ from diskinfo.tune.table import TIE, best, gain
 MIN_SLOT = 1.0  # seconds: below this, worker start dominates what is measured
 CONFIRM = 3  # the leading settings are measured a second time, interleaved, and pooled
 DEFAULT_BATCH = 64
+MIN_MIX_S = 10.0  # seconds the batch mix may spend reading labels, at least
 
 
 @dataclass
@@ -214,10 +216,14 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
              current])  # fmt: skip
     confirm([best(list(measured.values()), epoch).setting])
     results = list(measured.values())
+    spent = time.monotonic() - start
+    # after the measurements, so its reads warm no cache for them; on a large set on slow
+    # storage, reading every tar header for the labels is given a quarter of the budget
+    mix.annotate(results, runner, max(MIN_MIX_S, opts.budget / 4))
     meta = {
         "factory": name,
         "budget_s": opts.budget,
-        "spent_s": round(time.monotonic() - start, 1),
+        "spent_s": round(spent, 1),
         "search": "exhaustive" if opts.exhaustive else "staged",
         "cache": "cold: page cache, dentries and inodes dropped before each setting"
         if opts.cold

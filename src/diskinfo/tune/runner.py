@@ -53,6 +53,9 @@ class Result:
     load_cpu_s: float = 0.0
     # samples/s the cores allow once the step takes its share (tune/cap.py; None: no cap)
     ceiling: float | None = None
+    # how mixed this setting's batches are beside a fully shuffled loader (tune/mix.py;
+    # None: not known for this dataset)
+    mix: dict[str, Any] | None = None
 
     def merge(self, other: Result) -> Result:
         """Two measurements of one setting pooled: samples over seconds, times averaged."""
@@ -78,6 +81,7 @@ class Result:
             None
             if self.ceiling is None or other.ceiling is None
             else min(self.ceiling, other.ceiling),
+            self.mix,
         )
 
     @property
@@ -121,6 +125,7 @@ class Result:
             "cpu_per_worker": round(self.cpu_per_worker, 3),
             "cache": self.cache,
             "measurements": self.runs,
+            "batch_mix": self.mix,
         }
 
 
@@ -197,6 +202,10 @@ class Runner:
 
     def _work(self, shards: bool) -> Workload:
         return self.shards if shards and self.shards is not None else self.files
+
+    def dataset(self, shards: bool) -> Any:
+        """The dataset a setting with `shards` reads."""
+        return self._work(shards).dataset
 
     def _length(self, shards: bool) -> int | None:
         """Samples in one pass of the files or the shards (None: an IterableDataset, whose

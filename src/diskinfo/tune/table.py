@@ -9,6 +9,7 @@ from typing import Any
 
 from diskinfo.fileio import write_atomic
 from diskinfo.png import pyplot, save
+from diskinfo.tune import mix
 from diskinfo.tune.runner import Result
 
 TIE = 0.03  # settings within 3% of the fastest count as equal: the cheapest of them wins
@@ -26,9 +27,14 @@ def best(results: list[Result], epoch: int | None) -> Result:
 
 
 def render(results: list[Result], current: Result, chosen: Result, epoch: int | None) -> str:
+    """The table; with shards among the settings, a `batch mix` column beside the rates
+    (tune/mix.py) and a line under it that says what it holds."""
+    with_mix = mix.shown(results)
     head = (
-        f"{'setting':<58} {'samples/s':>10} {'over epoch':>10} {'start s':>8} {'next s':>7} "
-        f"{'data-wait':>9} {'CPU/worker':>10} {'cache':>11}  vs current"
+        f"{'setting':<58} {'samples/s':>10} {'over epoch':>10} "
+        + (f"{'batch mix':>14} " if with_mix else "")
+        + f"{'start s':>8} {'next s':>7} {'data-wait':>9} {'CPU/worker':>10} {'cache':>11}  "
+        "vs current"
     )
     lines = [head]
     for r in sorted(results, key=lambda r: -r.epoch_rate(epoch)):
@@ -38,9 +44,12 @@ def render(results: list[Result], current: Result, chosen: Result, epoch: int | 
         restart = "-" if r.restart_s is None else f"{r.restart_s:.2f}"
         lines.append(
             f"{r.setting.label():<58} {r.rate:>10,.0f} {r.epoch_rate(epoch):>10,.0f} "
-            f"{r.start_s:>8.2f} {restart:>7} {r.wait_share:>9.0%} {cpu:>10} {r.cache:>11}  "
+            + (f"{mix.cell(r.mix):>14} " if with_mix else "")
+            + f"{r.start_s:>8.2f} {restart:>7} {r.wait_share:>9.0%} {cpu:>10} {r.cache:>11}  "
             f"{gain(r, current, epoch):.2f}x{mark}"
         )
+    if with_mix:
+        lines.append(mix.LEGEND)
     return "\n".join(lines)
 
 
