@@ -136,6 +136,7 @@ def test_resume_keeps_finished_shards(tmp_path: Path, monkeypatch: pytest.Monkey
         calls.append(name)
         if len(calls) == 3:
             (dest / f".{name}.1a2b3c4d.tmp").write_bytes(b"half a shard")  # as kill -9 leaves it
+            (dest / f".{STATE}.5e6f7a8b.tmp").write_bytes(b'{"do')  # a state write cut off
             raise KeyboardInterrupt
         return real(dest, name, samples, *args)
 

@@ -109,8 +109,8 @@ def prepare_dest(dest: Path, plan_id: str, force: bool, say: Callable[[str], Non
                 "the shuffle seed changed); re-run it unchanged, or use --force to start over"
             )
         for name in names:
-            if name.startswith(".shard-") and name.endswith(".tmp"):
-                os.unlink(dest / name)  # a shard cut off mid-write: never trusted
+            if name.endswith(".tmp") and name.startswith((".shard-", f".{STATE}.")):
+                os.unlink(dest / name)  # a shard or a state file cut off mid-write: not trusted
         say(f"resuming: {len(state['done'])} finished shards kept")
         return state
     if MANIFEST in names:
