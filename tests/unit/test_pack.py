@@ -178,14 +178,14 @@ def test_file_vanishing_mid_pack_leaves_no_partial_shard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     image_folder(tmp_path / "src", {"a": 40})
-    real_plan = packmod.plan
+    real_scan = packmod.scan
 
-    def plan_then_delete(samples: list, count: int) -> list:
-        shards = real_plan(samples, count)
-        os.unlink(shards[2][1].members[0].path)
-        return shards
+    def scan_then_delete(*args: object) -> packmod.Scan:
+        found = real_scan(*args)  # type: ignore[arg-type]
+        os.unlink(list(found.samples)[21].members[0].path)
+        return found
 
-    monkeypatch.setattr(packmod, "plan", plan_then_delete)
+    monkeypatch.setattr(packmod, "scan", scan_then_delete)
     with pytest.raises(UserError, match=r"cannot read .*a/\d+\.jpg: No such file"):
         pack(tmp_path / "src", tmp_path / "out", shard_size=25_000)
     # SRC is read before any shard is written: the state file alone, no spill, no shard

@@ -6,7 +6,9 @@ recorded in the manifest) before they are cut into shards of equal sample counts
 shard is a random mix of the classes and every reader gets the same amount of work; the shard
 count follows `plan.shard_count` (64 by default; `readers` or `shards` to choose). How files
 become samples: `scan`. SRC is read once in disk order, not in shuffled order: `spill`. How a
-shard is written and verified: `shard`.
+shard is written and verified: `shard`. Memory stays flat in the number of files: the list of
+files, samples and where each goes is kept and sorted on disk (`runs`); what is held per
+sample is the shuffle's permutation, its inverse and the labels, 4 bytes each (`plan`).
 
 Safety: each shard is read back from the device and checked before it is renamed into
 place. A state file in DEST lists finished shards, so a re-run after an interruption resumes
@@ -19,10 +21,9 @@ from __future__ import annotations
 import errno
 import json
 import os
-import random
 import sys
 import time
-from collections import Counter
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,7 +32,7 @@ from diskinfo.errors import UserError
 from diskinfo.fileio import fsync_dir, make_dirs, opened_dir, read_regular, write_atomic
 from diskinfo.pack.access import Owner, source_owner
 from diskinfo.pack.mix import predict
-from diskinfo.pack.plan import FORMAT, fingerprint, plan, shard_count
+from diskinfo.pack.plan import FORMAT, Layout, fingerprint, shard_count, shuffled
 from diskinfo.pack.progress import Progress
 from diskinfo.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
 from diskinfo.pack.shard import shard_name, verify, write_shard
@@ -47,7 +48,6 @@ __all__ = [
     "Sample",
     "Scan",
     "pack",
-    "plan",
     "read_manifest",
     "scan",
     "shard_count",
@@ -140,36 +140,80 @@ def pack(
     out = stream or sys.stderr
     check_paths(src, dest)
     owner = source_owner(src)  # run as root: SRC's owner bounds what is read (pack.access)
-    found = scan(src, dest, owner)
-    samples = list(found.samples)
-    if shuffle_seed is not None:
-        random.Random(shuffle_seed).shuffle(samples)
-    total = sum(s.nbytes for s in samples)
-    count, rule = shard_count(samples, total, shards=shards, readers=readers, shard_size=shard_size)
-    groups = plan(samples, count)
-    plan_id = fingerprint(groups, shuffle_seed)
+    count_by = {"shards": shards, "readers": readers, "shard_size": shard_size}
+    with scan(src, dest, owner, _room(dest)) as found:
+        return _pack(src, dest, found, owner, shuffle_seed, force, out, progress, count_by)
+
+
+def _room(dest: Path) -> Path:
+    """Where the plan's temporary files go before DEST exists: the nearest folder of DEST's
+    path that does, on DEST's filesystem, which has room for the shards anyway."""
+    while not dest.is_dir() and dest.parent != dest:
+        dest = dest.parent
+    return dest
+
+
+def _layout(found: Scan, seed: int | None, count_by: dict[str, Any]) -> tuple[Layout, str]:
+    """The shuffle and the shard count (`plan`), and the rule that chose the count."""
+    n = len(found.samples)
+    order, place = shuffled(n, seed)
+
+    def tar_sizes() -> array[int]:
+        sizes = array("q", bytes(8 * n))
+        for i, sample in enumerate(found.samples):
+            sizes[place[i]] = tar_size(sample)
+        return sizes
+
+    count, rule = shard_count(n, found.nbytes, tar_sizes=tar_sizes, **count_by)
+    return Layout(order, place, count), rule
+
+
+def _pack(
+    src: Path,
+    dest: Path,
+    found: Scan,
+    owner: Owner | None,
+    shuffle_seed: int | None,
+    force: bool,
+    out: TextIO,
+    progress: bool | None,
+    count_by: dict[str, Any],
+) -> dict[str, Any]:
+    n, total = len(found.samples), found.nbytes
+    layout, rule = _layout(found, shuffle_seed, count_by)
+    count = layout.count
+    plan_id = fingerprint(found.digest, count, shuffle_seed)
     state = prepare_dest(dest, plan_id, force, lambda line: print(line, file=out))
-    bar = Progress(len(samples), total, out, progress)
+    bar = Progress(n, total, out, progress)
+    # per shard its bytes (the bar skips finished ones) and, by position, the labels the
+    # batch-mix prediction runs on: 4 bytes per sample, the samples stay on disk
+    shard_bytes = [0] * count
+    labels = array("I", bytes(4 * n)) if found.classes else None
+    for i, (_, label, members) in enumerate(found.samples.raw()):
+        shard = layout.shard_of(i)[0]
+        shard_bytes[shard] += sum(m[2] for m in members)
+        if labels is not None:
+            labels[layout.place[i]] = label
     try:
         write_json_atomic(dest / STATE, state)
         records: list[dict[str, Any] | None] = []
-        todo: dict[str, list[Sample]] = {}
-        for index, group in enumerate(groups):
+        todo: dict[str, int] = {}
+        for index, (a, b) in enumerate(layout.bounds):
             name = shard_name(index)
             done = state["done"].get(name)
             if done and (dest / name).is_file() and (dest / name).stat().st_size == done["bytes"]:
                 records.append(done)
-                bar.advance(len(group), sum(s.nbytes for s in group), resumed=True)
+                bar.advance(b - a, shard_bytes[index], resumed=True)
             else:
                 records.append(None)
-                todo[name] = group
+                todo[name] = index
         names = list(todo)
         for start in range(0, len(names), OPEN_SPILLS):
             window = {name: todo[name] for name in names[start : start + OPEN_SPILLS]}
-            _write_window(dest, window, owner, state, records, bar)
-        settings = {"rule": rule, "readers": readers, "shard_size": shard_size, "bytes": total}
-        paths = [dest / shard_name(i) for i in range(len(groups))]
-        settings["mixing"] = predict(paths, groups, found.samples)
+            _write_window(dest, window, found, layout, owner, state, records, bar)
+        settings = {"rule": rule, **count_by, "bytes": total}
+        paths = [dest / shard_name(i) for i in range(count)]
+        settings["mixing"] = predict(paths, layout.bounds, labels, layout.order)
         manifest = _manifest(src, found, [r for r in records if r], settings, shuffle_seed)
         write_json_atomic(dest / MANIFEST, manifest)
         (dest / STATE).unlink()
@@ -179,7 +223,7 @@ def pack(
             raise
         kept = len(state["done"])
         raise UserError(
-            f"out of disk space in {dest} after {kept} of {len(groups)} shards (about "
+            f"out of disk space in {dest} after {kept} of {count} shards (about "
             f"{format_size(total)} in all); finished shards are kept: free space and re-run the "
             "same command to resume"
         ) from None
@@ -192,7 +236,9 @@ def pack(
 
 def _write_window(
     dest: Path,
-    shards: dict[str, list[Sample]],
+    shards: dict[str, int],
+    found: Scan,
+    layout: Layout,
     owner: Owner | None,
     state: dict[str, Any],
     records: list[dict[str, Any] | None],
@@ -201,15 +247,16 @@ def _write_window(
     """Read these shards' files once in disk order (`spill`), then write each shard from its
     spill, recording it in the state file as soon as it is in place."""
     with opened_dir(dest) as dir_fd:
-        spills = spill_shards(dir_fd, shards, owner, lambda nbytes: bar.advance(0, nbytes))
+        advance = lambda nbytes: bar.advance(0, nbytes)  # noqa: E731
+        spills = spill_shards(dir_fd, shards, found.samples, layout, owner, dest, advance)
         try:
-            for name, group in shards.items():
-                record = write_shard(dest, name, group, owner, spills[name])
+            for name, index in shards.items():
+                record = write_shard(dest, name, None, owner, spills[name])
                 spills.pop(name).remove()
-                records[int(name[len("shard-") : -len(".tar")])] = record
+                records[index] = record
                 state["done"][name] = record
                 write_json_atomic(dest / STATE, state)
-                bar.advance(len(group), 0)
+                bar.advance(record["samples"], 0)
         finally:
             for left in spills.values():
                 left.remove()
@@ -222,8 +269,6 @@ def _manifest(
     settings: dict[str, Any],
     seed: int | None,
 ) -> dict[str, Any]:
-    classes = Counter(found.classes[s.label] for s in found.samples if s.label is not None)
-    extensions = Counter(m.ext for s in found.samples for m in s.members)
     counts = [r["samples"] for r in records]
     return {
         "format": FORMAT,
@@ -232,8 +277,8 @@ def _manifest(
         "samples": len(found.samples),
         "bytes": settings["bytes"],
         "classes": found.classes,
-        "class_counts": {name: classes[name] for name in found.classes},
-        "extensions": dict(sorted(extensions.items())),
+        "class_counts": found.class_counts,
+        "extensions": found.extensions,
         "order": "sorted by key" if seed is None else "shuffled",
         "shuffle_seed": seed,
         "shard_rule": settings["rule"],

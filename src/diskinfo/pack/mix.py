@@ -11,10 +11,12 @@ by key): 1 is SRC's order unchanged, about 0 is no trace of it.
 
 from __future__ import annotations
 
+import itertools
+from array import array
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from diskinfo.pack.scan import Sample
 from diskinfo.shard_mixing import mixing
 from diskinfo.shard_stream import SHUFFLE_BUFFER, ShardStream
 
@@ -22,29 +24,38 @@ BATCH = 32  # as the docs' examples train
 WORKERS = 2  # DataLoader workers on one rank
 
 
-def predict(shards: list[Path], groups: list[list[Sample]], in_src: list[Sample]) -> dict:
-    """The manifest's `mixing`, for `groups` packed into `shards`; `in_src`: the samples in
-    SRC's key order."""
+def predict(
+    shards: list[Path],
+    bounds: list[tuple[int, int]],
+    labels: Sequence[int] | None,
+    ranks: Sequence[int],
+) -> dict:
+    """The manifest's `mixing` for the samples packed into `shards`, shard i holding the
+    positions bounds[i]; by position: `labels` (None: no classes) and `ranks`, each sample's
+    place in SRC's key order. Views of them, not copies: a pack's memory stays flat."""
     ds = _Defaults([str(p) for p in shards])
-    samples = sum(len(g) for g in groups)
+    samples = bounds[-1][1] if bounds else 0
     batch = max(1, min(BATCH, samples // (2 * WORKERS)))  # a tiny set: two batches per worker
     out: dict[str, Any] = {
         "batch_size": batch,
         "num_workers": WORKERS,
         "shuffle_buffer": ds.shuffle_buffer,
     }
-    if all(s.label is not None for group in groups for s in group):
-        found = mixing(ds, batch, WORKERS, labels=[[s.label for s in g] for g in groups])
+    if labels is not None:
+        found = mixing(ds, batch, WORKERS, labels=[_view(labels, a, b) for a, b in bounds])
         out.update(
             distinct_classes=round(found.distinct, 2),
             shuffled_loader=round(found.shuffled, 2),
             ratio=round(found.ratio, 3),
         )
     else:
-        place = {id(s): i for i, s in enumerate(in_src)}
-        ranks = [[place[id(s)] for s in group] for group in groups]
-        out["order_correlation"] = round(order_correlation(ds, ranks), 3)
+        groups = [_view(ranks, a, b) for a, b in bounds]
+        out["order_correlation"] = round(order_correlation(ds, groups), 3)
     return out
+
+
+def _view(values: Sequence[int], a: int, b: int) -> Sequence[int]:
+    return memoryview(values)[a:b] if isinstance(values, array) else values[a:b]
 
 
 class _Defaults(ShardStream):
@@ -57,25 +68,26 @@ class _Defaults(ShardStream):
         self.world_size = 1
 
 
-def order_correlation(ds: ShardStream, ranks: list[list[int]], workers: int = WORKERS) -> float:
+def order_correlation(ds: ShardStream, ranks: list[Sequence[int]], workers: int = WORKERS) -> float:
     """Spearman's rho between each reader's output position and SRC rank, averaged over the
     readers (`workers` DataLoader workers on one rank) weighted by their sample counts."""
     total = weight = 0.0
     workers = max(1, workers)
     for worker in range(workers):
-        seen = list(ds.stream(ds.epoch, 0, 1, worker, workers, ranks.__getitem__))
+        seen = array("I", ds.stream(ds.epoch, 0, 1, worker, workers, ranks.__getitem__))
         if len(seen) > 1:
             total += len(seen) * _spearman(seen)
             weight += len(seen)
     return total / weight if weight else 0.0
 
 
-def _spearman(values: list[int]) -> float:
-    """Rank correlation of `values` with their positions (distinct values)."""
+def _spearman(values: Sequence[int]) -> float:
+    """Rank correlation of `values` (distinct, not negative) with their positions. Ranks by
+    counting, not sorting: arrays of 1 and 4 bytes per value, not lists of objects."""
     n = len(values)
-    order = sorted(range(n), key=values.__getitem__)
-    rank = [0] * n
-    for r, i in enumerate(order):
-        rank[i] = r
-    d2 = sum((i - r) ** 2 for i, r in enumerate(rank))
+    present = bytearray(max(values) + 1)
+    for v in values:
+        present[v] = 1
+    rank = array("I", itertools.accumulate(present, initial=0))  # values below v
+    d2 = sum((i - rank[v]) ** 2 for i, v in enumerate(values))
     return 1.0 - 6.0 * d2 / (n * (n * n - 1))

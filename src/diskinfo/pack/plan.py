@@ -15,16 +15,25 @@ one big shard while the others are done. The count, first rule that applies:
   8, 16, 32 and 64 readers, which covers 1-8 GPUs x 1-8 workers.
 
 Never more shards than samples.
+
+Which sample goes where (`shuffled`, `Layout`): the samples in key order, shuffled by
+`random.Random(seed).shuffle` (the same permutation, so the same shards, as shuffling a list
+of them), cut into consecutive runs. Memory: the permutation and its inverse, two arrays of
+4 bytes per sample; the samples themselves stay on disk (`runs`).
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
+import random
 import tarfile
+from array import array
+from collections.abc import Callable, Sequence
 
 from diskinfo.errors import UserError
-from diskinfo.pack.scan import BLOCK, Sample, tar_size
+from diskinfo.pack.scan import BLOCK
 from diskinfo.units import counted, format_given
 
 FORMAT = "diskinfo.pack/1"
@@ -35,20 +44,21 @@ MIN_SHARD_BYTES = 16 * 2**20
 
 
 def shard_count(
-    samples: list[Sample],
+    n: int,
     nbytes: int,
     *,
     shards: int | None = None,
     readers: int | None = None,
     shard_size: int | None = None,
+    tar_sizes: Callable[[], Sequence[int]] = lambda: (),
 ) -> tuple[int, str]:
-    """(number of shards, the rule that chose it, in words for the manifest); nbytes: the
-    samples' total size."""
+    """(number of shards, the rule that chose it, in words for the manifest) for n samples of
+    nbytes in all; `tar_sizes`: each sample's size in a tar, in the order they are packed
+    (asked for only by shard_size)."""
     given = [name for name, v in (("--shards", shards), ("--readers", readers),
                                   ("--shard-size", shard_size)) if v is not None]  # fmt: skip
     if len(given) > 1:
         raise UserError(f"give one of {' and '.join(given)}: each sets the shard count")
-    n = len(samples)
     if shards is not None:
         if shards < 1:
             raise UserError(f"--shards must be at least 1, got {shards}")
@@ -66,7 +76,7 @@ def shard_count(
             rule += f", cut to {count}: only {n} samples"
         return count, rule
     if shard_size is not None:
-        return _fewest_within(samples, shard_size), f"--shard-size {format_given(shard_size)}"
+        return _fewest_within(tar_sizes(), shard_size), f"--shard-size {format_given(shard_size)}"
     if nbytes >= DEFAULT_SHARDS * MIN_SHARD_BYTES:
         count = DEFAULT_SHARDS * -(-nbytes // (DEFAULT_SHARDS * MAX_SHARD_BYTES))
     else:
@@ -83,9 +93,34 @@ def bounds(n: int, count: int) -> list[tuple[int, int]]:
     return [(k * n // count, (k + 1) * n // count) for k in range(count)]
 
 
-def plan(samples: list[Sample], count: int) -> list[list[Sample]]:
-    """Cut the (shuffled or sorted) samples into `count` consecutive runs of equal length."""
-    return [samples[a:b] for a, b in bounds(len(samples), count)]
+def shuffled(n: int, seed: int | None) -> tuple[Sequence[int], Sequence[int]]:
+    """(order, place) of n samples in key order shuffled with `seed` (None: kept in key
+    order): order[position] is the index in key order of the sample packed at `position`,
+    place is the inverse. The permutation is the one shuffling a list of the samples gives."""
+    if seed is None:
+        return range(n), range(n)
+    order = array("I", range(n))
+    random.Random(seed).shuffle(order)
+    place = array("I", bytes(4 * n))
+    for position, index in enumerate(order):
+        place[index] = position
+    return order, place
+
+
+class Layout:
+    """Which shard, and where in it, each sample goes: the shuffled samples cut into `count`
+    runs of equal length (`bounds`)."""
+
+    def __init__(self, order: Sequence[int], place: Sequence[int], count: int) -> None:
+        self.order, self.place, self.count = order, place, count
+        self.bounds = bounds(len(place), count)
+        self.starts = [a for a, _ in self.bounds]
+
+    def shard_of(self, index: int) -> tuple[int, int]:
+        """(shard, position in it) of the sample with this index in key order."""
+        position = self.place[index]
+        shard = bisect.bisect_right(self.starts, position) - 1
+        return shard, position - self.starts[shard]
 
 
 def padded(nbytes: int) -> int:
@@ -93,13 +128,13 @@ def padded(nbytes: int) -> int:
     return -(-nbytes // tarfile.RECORDSIZE) * tarfile.RECORDSIZE
 
 
-def _fewest_within(samples: list[Sample], shard_size: int) -> int:
+def _fewest_within(sizes: Sequence[int], shard_size: int) -> int:
     """The smallest equal-count split whose largest tar is within shard_size: linear steps,
     then growing ones, so a pathological input costs O(n log n), not O(n^2)."""
-    n = len(samples)
-    prefix = [0]
-    for s in samples:
-        prefix.append(prefix[-1] + tar_size(s))
+    n = len(sizes)
+    prefix = array("q", [0])
+    for size in sizes:
+        prefix.append(prefix[-1] + size)
 
     def fits(count: int) -> bool:
         return all(
@@ -114,13 +149,7 @@ def _fewest_within(samples: list[Sample], shard_size: int) -> int:
     return count
 
 
-def fingerprint(shards: list[list[Sample]], seed: int | None) -> str:
-    """Identifies the plan: a resume is allowed only when SRC and the arguments are unchanged."""
-    digest = hashlib.sha256(json.dumps([FORMAT, len(shards), seed]).encode())
-    for shard in shards:
-        for s in shard:
-            digest.update(
-                json.dumps([s.key, s.label, [[m.ext, m.size, m.mtime] for m in s.members]]).encode()
-            )
-        digest.update(b"|")
-    return digest.hexdigest()
+def fingerprint(samples: str, count: int, seed: int | None) -> str:
+    """Identifies the plan: a resume is allowed only when SRC and the arguments are unchanged.
+    `samples`: the scan's digest of every sample (`scan.Scan.digest`)."""
+    return hashlib.sha256(json.dumps([FORMAT, count, seed, samples]).encode()).hexdigest()

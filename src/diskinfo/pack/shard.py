@@ -14,7 +14,7 @@ import hashlib
 import os
 import struct
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -106,14 +106,18 @@ def verify_handle(handle: BinaryIO, shown: str, expected: list[tuple[str, int, s
 def write_shard(
     dest: Path,
     name: str,
-    samples: list[Sample],
+    samples: Iterable[Sample] | None,
     owner: Owner | None = None,
     spilled: Spill | None = None,
 ) -> dict[str, Any]:
     """Write, fsync, read back from the device, rename. On any failure the temporary file is
     removed. `owner`: SRC's owner, whose read access bounds a root pack (`access`). The
-    bytes come from `spilled` (`spill`: SRC read in disk order) or, without it, from SRC
-    itself in the shard's order."""
+    samples and their bytes come from `spilled` (`spill`: SRC read in disk order) or,
+    without it, the bytes of `samples` from SRC itself in the shard's order."""
+    if spilled is not None:
+        samples = spilled.samples()
+    assert samples is not None
+    seen = _Seen(samples)
     with opened_dir(dest) as dir_fd:
         fd, tmp = create_temp(dir_fd, f".{name}.")
         try:
@@ -121,7 +125,7 @@ def write_shard(
                 if (ids := owner_of(dir_fd)) is not None:
                     os.fchown(fd, *ids)
                 os.fchmod(fd, 0o644)
-                written = _write_tar(raw, samples, owner, spilled)
+                written = _write_tar(raw, seen, owner, spilled)
                 raw.flush()
                 os.fsync(fd)
                 # clean pages after fsync: dropping them makes the check below read the device
@@ -144,16 +148,33 @@ def write_shard(
             raise
     return {
         "name": name,
-        "samples": len(samples),
+        "samples": seen.count,
         "bytes": nbytes,
         "sha256": back.hexdigest(),
-        "first_key": samples[0].key,
-        "last_key": samples[-1].key,
+        "first_key": seen.first,
+        "last_key": seen.last,
     }
 
 
+class _Seen:
+    """The samples, counted on their way into the tar: the state file's record of a shard
+    needs its count and first and last keys, and the samples are a stream."""
+
+    def __init__(self, samples: Iterable[Sample]) -> None:
+        self.samples = samples
+        self.count, self.first, self.last = 0, "", ""
+
+    def __iter__(self) -> Iterator[Sample]:
+        for sample in self.samples:
+            if not self.count:
+                self.first = sample.key
+            self.count += 1
+            self.last = sample.key
+            yield sample
+
+
 def _write_tar(
-    raw: BinaryIO, samples: list[Sample], owner: Owner | None, spilled: Spill | None
+    raw: BinaryIO, samples: Iterable[Sample], owner: Owner | None, spilled: Spill | None
 ) -> Any:
     """The tar, as tarfile's PAX format lays it out; returns the sha256 of what was written."""
     digest = hashlib.sha256()

@@ -14,9 +14,10 @@ A spill is a temporary file in DEST (`.shard-NNNNNN.tar.spill.XXXX.tmp`, mode 06
 through `fileio.create_temp`, so never through a planted link) and is removed once its shard is
 in place. A pack killed meanwhile leaves spills that the next run removes before reading again
 the files of the shards not yet finished. Each record carries the crc32 of the bytes as read
-from SRC, checked when the shard is written: a spill damaged on the way is an error, never a
-shard. Memory: one write buffer per open spill and, while a shard is written, the index of its
-own spill; nothing per file of SRC beyond the plan itself.
+from SRC (and of what it says of them), checked when the shard is written: a spill damaged on
+the way is an error, never a shard. Memory: one write buffer per open spill, the files to read
+sorted by inode on disk (`runs`) and, while a shard is written, the index of its own spill
+(16 bytes per file and 4 per sample of that shard); nothing per file of SRC.
 """
 
 from __future__ import annotations
@@ -25,64 +26,165 @@ import contextlib
 import os
 import struct
 import zlib
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from diskinfo.errors import UserError
 from diskinfo.fileio import create_temp, unlink_quietly
 from diskinfo.pack.access import Owner
-from diskinfo.pack.scan import Member, Sample
+from diskinfo.pack.plan import Layout
+from diskinfo.pack.runs import merged
+from diskinfo.pack.scan import Member, Sample, SampleList
 from diskinfo.pack.source import CHUNK, SourceError, read_source
 
-RECORD = struct.Struct("<IIQ")  # sample's position in the shard, member index, size
-CRC = struct.Struct("<I")  # after the bytes: their crc32 as read from SRC
+# a record: RECORD, the file's bytes, its sample's key and its extension (UTF-8), then CRC
+# position, member index, members in the sample, size, mtime, label, key and ext lengths
+RECORD = struct.Struct("<IIIQqiII")
+CRC = struct.Struct("<I")  # crc32 of all the record before it, the bytes as read from SRC
+NO_LABEL = -1
 BUFFER = 1 << 17  # write buffer per open spill: 64 shards, 8 MiB
 OPEN_SPILLS = 256  # spills open at once; a pack with more shards reads SRC once per 256
 AHEAD_THREADS = 8  # reads in flight
 AHEAD_FILES = 64  # files read ahead at most
 AHEAD_BYTES = 32 << 20  # bytes read ahead at most
 AHEAD_LARGE = 4 << 20  # a file larger than this is read in chunks when its turn comes
+_EMPTY = (1 << 64) - 1  # an index slot no record filled
+CHANGED = "its bytes changed in the spill file; re-run the pack"
+
+
+def _name(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")  # file names need not be UTF-8
 
 
 class Spill:
-    """One shard's spill: records appended in read order, read back by (position, member)."""
+    """One shard's spill: records appended in read order, read back by (position, member).
+    A record holds what the shard needs of its file (key, extension, size, mtime, label),
+    so writing the shard needs nothing else in memory."""
 
-    def __init__(self, dir_fd: int, shard: str) -> None:
-        self.dir_fd = dir_fd
+    def __init__(self, dir_fd: int, shard: str, samples: int) -> None:
+        self.dir_fd, self.samples_count = dir_fd, samples
         self.fd, self.name = create_temp(dir_fd, f".{shard}.spill.")
         self.out: BinaryIO = open(self.fd, "w+b", buffering=BUFFER, closefd=False)  # noqa: SIM115
-        self.index: dict[tuple[int, int], tuple[int, int, int]] | None = None
+        # after `finish`: the records of sample p are slots[starts[p]:starts[p + 1]], offsets
+        # in member order, and their lengths (16 bytes per file, 4 per sample of this shard)
+        self.starts: array[int] | None = None
+        self.slots, self.lengths = array("Q"), array("Q")
+        self.ready: dict[int, bytes] = {}  # member -> bytes, of the sample `samples` is at
 
-    def append(self, position: int, member: int, size: int, chunks: Iterator[bytes]) -> None:
-        self.out.write(RECORD.pack(position, member, size))
-        crc = 0
+    def append(
+        self,
+        position: int,
+        member: int,
+        entry: tuple[int, int, int, int | None, str, str],
+        chunks: Iterator[bytes],
+    ) -> None:
+        """entry: (members in the sample, size, mtime, label, key, ext)."""
+        members, size, mtime, label, key, ext = entry
+        key_b, ext_b = _name(key), _name(ext)
+        head = RECORD.pack(
+            position, member, members, size, mtime, NO_LABEL if label is None else label,
+            len(key_b), len(ext_b),
+        )  # fmt: skip
+        self.out.write(head)
+        crc = zlib.crc32(head)
         for chunk in chunks:
             self.out.write(chunk)
             crc = zlib.crc32(chunk, crc)
-        self.out.write(CRC.pack(crc))
+        tail = key_b + ext_b
+        self.out.write(tail)
+        self.out.write(CRC.pack(zlib.crc32(tail, crc)))
 
     def finish(self) -> None:
-        """Done appending: build the index (offset, size, crc) of every record."""
+        """Done appending: index every record by (position, member)."""
         self.out.flush()
-        index: dict[tuple[int, int], tuple[int, int, int]] = {}
+        positions, members, offsets = array("I"), array("I"), array("Q")
         offset, end = 0, os.fstat(self.fd).st_size
         while offset < end:
-            position, member, size = RECORD.unpack(os.pread(self.fd, RECORD.size, offset))
-            offset += RECORD.size
-            (crc,) = CRC.unpack(os.pread(self.fd, CRC.size, offset + size))
-            index[(position, member)] = (offset, size, crc)
-            offset += size + CRC.size
-        self.index = index
+            head = os.pread(self.fd, RECORD.size, offset)
+            if len(head) < RECORD.size:
+                raise SourceError(f"{self.name}: a record cut short in the spill file")
+            position, member, _, size, _, _, key_len, ext_len = RECORD.unpack(head)
+            positions.append(position)
+            members.append(member)
+            offsets.append(offset)
+            offset += RECORD.size + size + key_len + ext_len + CRC.size
+        offsets.append(offset)  # where the last record ends
+        n = self.samples_count
+        starts = array("I", bytes(4 * (n + 1)))
+        for position in positions:
+            if position >= n:
+                raise SourceError(f"{self.name}: a damaged record in the spill file")
+            starts[position + 1] += 1
+        for p in range(n):
+            starts[p + 1] += starts[p]
+        slots = array("Q", [_EMPTY]) * len(positions)
+        lengths = array("Q", bytes(8 * len(positions)))
+        for i, (position, member) in enumerate(zip(positions, members, strict=True)):
+            slot = starts[position] + member
+            if slot >= starts[position + 1] or slots[slot] != _EMPTY:
+                raise SourceError(f"{self.name}: a damaged record in the spill file")
+            slots[slot], lengths[slot] = offsets[i], offsets[i + 1] - offsets[i]
+        self.starts, self.slots, self.lengths = starts, slots, lengths
+
+    def samples(self) -> Iterator[Sample]:
+        """The shard's samples in their packed order, as the records name them (a member's
+        `path` is its name in the shard, for messages: its bytes come from `chunks`). A record
+        of up to CHUNK bytes is read whole, in one call, and checked here; its bytes wait in
+        `ready` for `chunks`."""
+        if self.starts is None:
+            self.finish()  # here, not after reading SRC: one shard's index in memory at a time
+        assert self.starts is not None
+        for position in range(self.samples_count):
+            first, end = self.starts[position], self.starts[position + 1]
+            if first == end:
+                raise SourceError(f"{self.name}: sample {position} missing from the spill")
+            sample: Sample | None = None
+            self.ready.clear()
+            for k in range(end - first):
+                offset, length = self.slots[first + k], self.lengths[first + k]
+                whole = length <= CHUNK
+                record = os.pread(self.fd, length if whole else RECORD.size, offset)
+                if len(record) != (length if whole else RECORD.size):
+                    raise SourceError(f"{self.name}: a record cut short in the spill file")
+                _, _, members, size, mtime, label, key_len, ext_len = RECORD.unpack_from(record)
+                if whole:
+                    names = record[RECORD.size + size : -CRC.size]
+                else:
+                    names = os.pread(self.fd, key_len + ext_len, offset + RECORD.size + size)
+                key = names[:key_len].decode("utf-8", "surrogateescape")
+                ext = names[key_len:].decode("utf-8", "surrogateescape")
+                if whole:
+                    if CRC.unpack(record[-CRC.size :])[0] != zlib.crc32(record[: -CRC.size]):
+                        raise SourceError(f"{key}.{ext}: {CHANGED}")
+                    self.ready[k] = record[RECORD.size : RECORD.size + size]
+                if members != end - first:
+                    raise SourceError(f"{self.name}: sample {position} incomplete in the spill")
+                if sample is None:
+                    sample = Sample(key, label=None if label == NO_LABEL else label)
+                sample.members.append(Member(ext, f"{key}.{ext}", size, mtime))
+            assert sample is not None
+            yield sample
 
     def chunks(self, position: int, member: int, shown: str) -> Iterator[bytes]:
-        """The member's bytes, as read from SRC (checked against their crc32)."""
-        if self.index is None:
-            self.finish()  # here, not after reading SRC: one shard's index in memory at a time
-        assert self.index is not None
-        offset, size, crc = self.index[(position, member)]
-        left, got = size, 0
+        """The member's bytes, as read from SRC (its record checked against its crc32): those
+        `samples` read with the record, else read here in chunks of CHUNK."""
+        if (data := self.ready.pop(member, None)) is not None:
+            yield data
+            return
+        if self.starts is None:
+            self.finish()
+        assert self.starts is not None
+        offset = self.slots[self.starts[position] + member]
+        head = os.pread(self.fd, RECORD.size, offset)
+        fields = RECORD.unpack(head)
+        size, key_len, ext_len = fields[3], fields[6], fields[7]
+        got = zlib.crc32(head)
+        offset += RECORD.size
+        left = size
         while left:
             chunk = os.pread(self.fd, min(CHUNK, left), offset)
             if not chunk:
@@ -91,8 +193,10 @@ class Spill:
             offset += len(chunk)
             left -= len(chunk)
             yield chunk
-        if left or got != crc:
-            raise SourceError(f"{shown}: its bytes changed in the spill file; re-run the pack")
+        tail = os.pread(self.fd, key_len + ext_len + CRC.size, offset)
+        crc = CRC.unpack(tail[-CRC.size :])[0] if len(tail) >= CRC.size else None
+        if left or crc != zlib.crc32(tail[: -CRC.size], got):
+            raise SourceError(f"{shown}: {CHANGED}")
 
     def remove(self) -> None:
         # The name goes first and nothing here may raise: on a full disk closing the buffer
@@ -104,27 +208,41 @@ class Spill:
             os.close(self.fd)
 
 
+Read = tuple[int, str, int, int, int, int, int, int, int | None, str, str]
+# inode, path, shard, position, member index, members, size, mtime, label, key, ext
+
+
 def spill_shards(
     dir_fd: int,
-    shards: dict[str, list[Sample]],
+    shards: dict[str, int],
+    samples: SampleList,
+    layout: Layout,
     owner: Owner | None,
+    where: Path,
     advance: Callable[[int], None] = lambda nbytes: None,
 ) -> dict[str, Spill]:
-    """Read every file of these shards' samples once, in inode order, into one spill per
-    shard. On any failure every spill made here is removed."""
+    """Read every file of these shards (name -> index in `layout`) once, in inode order,
+    into one spill per shard; the files are sorted by inode on disk (`runs`, in `where`).
+    On any failure every spill made here is removed."""
     spills: dict[str, Spill] = {}
+    by_index: dict[int, Spill] = {}
     try:
-        for name in shards:
-            spills[name] = Spill(dir_fd, name)
-        reads = sorted(
-            (m.ino, m.path, name, position, k, m)
-            for name, samples in shards.items()
-            for position, sample in enumerate(samples)
-            for k, m in enumerate(sample.members)
-        )
-        for _, _, name, position, k, member, chunks in _ahead(reads, owner):
-            spills[name].append(position, k, member.size, chunks)
-            advance(member.size)
+        for name, index in shards.items():
+            a, b = layout.bounds[index]
+            spills[name] = by_index[index] = Spill(dir_fd, name, b - a)
+
+        def reads() -> Iterator[Read]:
+            for i, (key, label, members) in enumerate(samples.raw()):
+                shard, position = layout.shard_of(i)
+                if shard in by_index:
+                    for k, (ext, path, size, mtime, ino) in enumerate(members):
+                        count = len(members)
+                        yield ino, path, shard, position, k, count, size, mtime, label, key, ext
+
+        for read, chunks in _ahead(merged(reads(), where), owner):
+            shard, position, k = read[2:5]
+            by_index[shard].append(position, k, read[5:], chunks)
+            advance(read[6])
     except BaseException as exc:
         for one in spills.values():
             one.remove()
@@ -134,32 +252,32 @@ def spill_shards(
     return spills
 
 
-def _ahead(
-    reads: list[tuple[int, str, str, int, int, Member]], owner: Owner | None
-) -> Iterator[tuple[Any, ...]]:
+def _member(read: Read) -> Member:
+    return Member(read[10], read[1], read[6], read[7], read[0])
+
+
+def _ahead(reads: Iterator[Read], owner: Owner | None) -> Iterator[tuple[Read, Any]]:
     """The reads in order, each with its bytes, read by AHEAD_THREADS threads up to
     AHEAD_FILES files or AHEAD_BYTES ahead: one read at a time waits out each request's
     latency, as `tar` does; a few in flight keep the device busy. Larger files are read
     in chunks when their turn comes, so memory stays bounded."""
     pool = ThreadPoolExecutor(AHEAD_THREADS, thread_name_prefix="pack-read")
-    pending: deque[tuple[tuple[Any, ...], Future[list[bytes]] | None]] = deque()
+    pending: deque[tuple[Read, Future[list[bytes]] | None]] = deque()
     queued = 0
 
-    def first() -> tuple[Any, ...]:
+    def first() -> tuple[Read, Any]:
         nonlocal queued
         read, future = pending.popleft()
-        member = read[-1]
         if future is None:
-            return (*read, read_source(member, owner))
-        queued -= member.size
-        return (*read, future.result())
+            return read, read_source(_member(read), owner)
+        queued -= read[6]
+        return read, future.result()
 
     try:
         for read in reads:
-            member = read[-1]
-            small = member.size <= AHEAD_LARGE
-            pending.append((read, pool.submit(_whole, member, owner) if small else None))
-            queued += member.size if small else 0
+            small = read[6] <= AHEAD_LARGE
+            pending.append((read, pool.submit(_whole, _member(read), owner) if small else None))
+            queued += read[6] if small else 0
             while len(pending) >= AHEAD_FILES or queued > AHEAD_BYTES:
                 yield first()
         while pending:
