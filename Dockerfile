@@ -137,26 +137,31 @@ RUN --mount=type=bind,source=docker/build/stack-constraints,target=/usr/local/bi
 ENV PIP_CONSTRAINT=/etc/pip/constraint.txt \
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
     REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
-# Configs and scripts, last: they change most often. validate-cuda is its package plus a
-# launcher beside it (banner.py imports the package's driver table); host tools stay out.
-# supervisord.conf is a template: supervisord-run.py writes the running config, with a fresh
-# password for supervisord's socket, to /run/pytorch-cuda/supervisord.conf (root only) at start;
-# /etc/pytorch-cuda/supervisord.conf is a link to it.
+# Configs and scripts, last: they change most often. supervisord.conf is a template:
+# supervisord-run.py writes the running config, with a fresh password for supervisord's socket,
+# to /run/pytorch-cuda/supervisord.conf (root only) at start; /etc/pytorch-cuda/supervisord.conf
+# is a link to it.
 # docker/ is by phase: build/ (used above), etc/ (configs), start/ (entrypoint.sh's steps and
-# their helpers), run/ (what supervisord runs); in the image the scripts sit side by side.
+# their helpers), run/ (what supervisord runs) and shared/ (what both import or run). Each
+# folder lands in PYTORCH_CUDA_LIB as it sits, with validate-cuda and its package as they sit
+# in scripts/ (the banner imports the package's driver table; host tools stay out), so a path
+# that works in the checkout works in the image. All of it is root's, written by nobody else:
+# root runs it.
 COPY docker/etc/supervisord.conf /etc/pytorch-cuda/supervisord.conf.in
 COPY docker/etc/sshd_config /etc/pytorch-cuda/
 COPY docker/etc/jupyter_server_config.py /etc/jupyter/
-COPY docker/start/ docker/run/ /usr/local/lib/pytorch-cuda/
-COPY scripts/validate_cuda/ /usr/local/lib/pytorch-cuda/validate_cuda/
-COPY scripts/validate-cuda /usr/local/lib/pytorch-cuda/validate-cuda
+COPY docker/start/ ${PYTORCH_CUDA_LIB}/start/
+COPY docker/run/ ${PYTORCH_CUDA_LIB}/run/
+COPY docker/shared/ ${PYTORCH_CUDA_LIB}/shared/
+COPY scripts/validate_cuda/ ${PYTORCH_CUDA_LIB}/scripts/validate_cuda/
+COPY scripts/validate-cuda ${PYTORCH_CUDA_LIB}/scripts/validate-cuda
 # The examples, where Jupyter's file browser and a shell's `ls` show them.
 COPY examples/ /workspace/examples/
 COPY entrypoint.sh /usr/local/bin/entrypoint.sh
-RUN chmod 0755 /usr/local/bin/entrypoint.sh /usr/local/lib/pytorch-cuda/*.sh \
-        /usr/local/lib/pytorch-cuda/validate-cuda /usr/local/lib/pytorch-cuda/demo.py \
-    && ln -sf /usr/local/lib/pytorch-cuda/validate-cuda /usr/local/bin/validate-cuda \
-    && ln -sf /usr/local/lib/pytorch-cuda/demo.py /usr/local/bin/demo \
+RUN chmod 0755 /usr/local/bin/entrypoint.sh "$PYTORCH_CUDA_LIB"/run/*.sh \
+        "$PYTORCH_CUDA_LIB/scripts/validate-cuda" "$PYTORCH_CUDA_LIB/run/demo.py" \
+    && ln -sf "$PYTORCH_CUDA_LIB/scripts/validate-cuda" /usr/local/bin/validate-cuda \
+    && ln -sf "$PYTORCH_CUDA_LIB/run/demo.py" /usr/local/bin/demo \
     && ln -sf /run/pytorch-cuda/supervisord.conf /etc/pytorch-cuda/supervisord.conf \
     && find / -xdev -type f -perm /6000 -exec chmod ug-s {} +
 # No setuid or setgid program is left (su, passwd, mount, newgrp, chfn, ssh-keysign, ...): NB_USER
@@ -164,7 +169,7 @@ RUN chmod 0755 /usr/local/bin/entrypoint.sh /usr/local/lib/pytorch-cuda/*.sh \
 # arguments and an environment NB_USER chooses. sshd and setpriv are started by root and need none.
 
 HEALTHCHECK --interval=5s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["/usr/local/lib/pytorch-cuda/healthcheck.sh"]
+    CMD ["/usr/local/lib/pytorch-cuda/run/healthcheck.sh"]
 ENTRYPOINT ["/usr/local/bin/entrypoint.sh"]
 CMD []
 

@@ -21,8 +21,8 @@ fi
 # /workspace, where `python3 -c` would import NB_USER's secrets.py. Every start-up step,
 # supervisord and each root program it starts inherit this directory (root-env.sh says why).
 cd /
-# shellcheck source=docker/start/root-env.sh
-. "$PYTORCH_CUDA_LIB/root-env.sh"
+# shellcheck source=docker/shared/root-env.sh
+. "$PYTORCH_CUDA_LIB/shared/root-env.sh"
 
 # A previous start of the same container (docker restart) leaves state behind.
 rm -rf "$STARTUP_STATE_DIR"
@@ -79,7 +79,7 @@ startup_die() {
 }
 
 # Steps run as root: each must be root's and writable by nobody else, or it is refused.
-for step in "$PYTORCH_CUDA_LIB"/init.d/*.sh; do
+for step in "$PYTORCH_CUDA_LIB"/start/init.d/*.sh; do
   [ -r "$step" ] || continue
   if [ -L "$step" ] || [ "$(stat -c %u "$step")" != 0 ] || [ -n "$(find "$step" -maxdepth 0 -perm /022)" ]; then
     startup_die "refusing to run start-up step $step: it is not root's alone (owner or mode changed)"
@@ -101,7 +101,7 @@ unset step
 # for itself (it closes from 5) and closes them in the programs it starts.
 startup_log_close
 exec 3> >(exec "${AS_NB_USER[@]}" \
-  python3 -I "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/supervisord.log")
+  python3 -I "$PYTORCH_CUDA_LIB/shared/log-tee.py" --no-stdout "$LOG_DIR/supervisord.log")
 
 # supervisord becomes PID 1; it exits with the training command's exit code (see the runner).
-exec python3 -I "$PYTORCH_CUDA_LIB/supervisord-run.py" -n -c /etc/pytorch-cuda/supervisord.conf
+exec python3 -I "$PYTORCH_CUDA_LIB/run/supervisord-run.py" -n -c /etc/pytorch-cuda/supervisord.conf

@@ -7,8 +7,8 @@ set -uo pipefail
 # Docker runs this as root in the image's WORKDIR, /workspace, with the container's PATH:
 # work from / and look commands up only where root can trust them (root-env.sh).
 cd / || exit 1
-# shellcheck source=docker/start/root-env.sh
-. "${BASH_SOURCE[0]%/*}/root-env.sh" || exit 1
+# shellcheck source=docker/shared/root-env.sh
+. "${BASH_SOURCE[0]%/*}/../shared/root-env.sh" || exit 1
 PATH=$(root_path "$PATH" 2>/dev/null)
 state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
 [ -r "$state/services" ] || { echo "starting"; exit 1; }

@@ -12,7 +12,7 @@ name=$1
 shift
 lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
 log=${LOG_DIR:-/workspace/logs}/$name.log
-tee_cmd=(python3 -I "$lib/log-tee.py" "$log")
+tee_cmd=(python3 -I "$lib/shared/log-tee.py" "$log")
 if [ "$(id -u)" = 0 ]; then
   tee_cmd=(setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups "${tee_cmd[@]}")
 fi

@@ -33,7 +33,7 @@ keep_tee() {
   while :; do
     runs=$((runs + 1))
     if [ "$runs" -le 5 ]; then
-      (trap '' TERM INT HUP && exec python3 "$lib/log-tee.py" \
+      (trap '' TERM INT HUP && exec python3 "$lib/shared/log-tee.py" \
         --max-bytes "${TRAIN_LOG_MAX_BYTES:-50M}" --backups "${TRAIN_LOG_BACKUPS:-5}" "$log")
     else
       (trap '' TERM INT HUP && exec cat)
@@ -54,7 +54,7 @@ tee_pid=$!
 (
   exec 4<&-
   # shellcheck source=/dev/null  # docker/run/user-env.sh
-  . "$lib/user-env.sh" && use_user_venv  # `pip install` in the command goes to USER_VENV
+  . "$lib/run/user-env.sh" && use_user_venv  # `pip install` in the command goes to USER_VENV
   if [ -r "$state/user-secrets" ]; then
     while IFS= read -r -d '' secret; do
       [[ ${secret%%=*} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && export "${secret?}"

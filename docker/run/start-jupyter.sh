@@ -36,10 +36,10 @@ cd /workspace
 python=${VIRTUAL_ENV:-/opt/venv}/bin/python
 lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
 # shellcheck source=/dev/null  # docker/run/user-env.sh
-. "$lib/user-env.sh"
+. "$lib/run/user-env.sh"
 use_user_venv
 # JUPYTER_ARGS, already split and checked by 01-settings.sh: one NUL-terminated argument each.
 extra=()
 args_file=$state/jupyter.args
 if [ -s "$args_file" ]; then mapfile -d '' -t extra <"$args_file"; fi
-exec "$python" "$lib/jupyter-lab.py" --no-browser "${extra[@]}"
+exec "$python" "$lib/run/jupyter-lab.py" --no-browser "${extra[@]}"

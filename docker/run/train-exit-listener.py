@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the
-    # script's own directory off sys.path: siblings come from this root-owned one, by name
-    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-import safe_paths  # beside this file in the image
+    # script's own directory off sys.path: what both phases use comes from the root-owned
+    # shared/ beside run/, here as in the checkout (docker/shared/)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))
+import safe_paths
 
 STATE = Path(os.environ.get("STARTUP_STATE_DIR", "/run/pytorch-cuda"))
 # supervisord-run.py's running config, root's alone (as we are): the control socket's password

@@ -23,12 +23,10 @@ from diskinfo.analyse.thresholds import shm_small
 from diskinfo.sources import shm
 
 if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the
-    # script's own directory off sys.path: siblings come from this root-owned one, by name
-    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-try:  # in the image the validate_cuda package sits beside this file
-    from validate_cuda import drivers
-except ImportError:  # a checkout (tests load this file from docker/start/)
-    from scripts.validate_cuda import drivers
+    # script's own directory off sys.path: scripts/validate_cuda comes from the root-owned
+    # PYTORCH_CUDA_LIB, which holds it as the checkout's root does (where the tests import it)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scripts.validate_cuda import drivers
 
 version_tuple = drivers.version_tuple
 

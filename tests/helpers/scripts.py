@@ -1,8 +1,10 @@
-"""Load the image's Python scripts (docker/start/*.py, docker/run/*.py) as modules, without
-touching sys.path.
+"""Load the image's Python scripts (docker/start/, docker/run/, docker/shared/) as modules,
+without touching sys.path.
 
-In the image they sit side by side in /usr/local/lib/pytorch-cuda and import each other by
-bare name (`import ssh_keys`), so each is registered in sys.modules under that name.
+The image holds these folders as they are here (PYTORCH_CUDA_LIB/start, run and shared), and
+a script imports a module by bare name (`import ssh_keys` beside it in start/, `import
+safe_paths` from shared/), from the folder it puts on sys.path when it runs. Here each script
+is registered in sys.modules under that bare name: load the one imported first.
 """
 
 from __future__ import annotations
@@ -15,21 +17,19 @@ from types import ModuleType
 from tests.helpers import ROOT
 
 DOCKER = ROOT / "docker"
-PHASES = ("start", "run")
 
 
-def path_of(filename: str) -> Path:
-    """Where docker/<phase>/filename is in the checkout (the image puts them side by side)."""
-    found = [DOCKER / phase / filename for phase in PHASES if (DOCKER / phase / filename).exists()]
-    assert found, f"no docker/{{start,run}}/{filename}"
-    return found[0]
-
-
-def load(name: str, filename: str | None = None) -> ModuleType:
-    """docker/<phase>/<filename or name>.py as module `name` (imported once)."""
+def load(path: str) -> ModuleType:
+    """docker/<path> ("start/settings.py") as the module its file names ("settings"; a dash in
+    the name is an underscore: "run/supervisord-run.py" is supervisord_run), imported once."""
+    file = DOCKER / path
+    assert file.is_file(), f"no docker/{path}"
+    name = Path(path).stem.replace("-", "_")
     if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path_of(filename or f"{name}.py"))
+        loaded = sys.modules[name]
+        assert getattr(loaded, "__file__", None) == str(file), f"{name} is {loaded!r}, not {file}"
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, file)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -22,7 +22,7 @@ JUDGE = textwrap.dedent(
     from diskinfo.record import IntervalRecord, LoaderFigures, ProcessIO
     from diskinfo.tune import grid
     sys.path.insert(0, "/usr/local/lib/pytorch-cuda")
-    from validate_cuda.machine import environment
+    from scripts.validate_cuda.machine import environment
 
     host = HostCollector()
     host.start()

@@ -99,3 +99,33 @@ def test_dockerfile_has_a_devel_target_and_defaults_to_runtime():
     assert "ARG TORCH_VERSION=2.7.1" in text
     assert "https://download.pytorch.org/whl/cu${CUDA//./}" in text
     assert "# syntax=" not in text, "a syntax line pulls a frontend image from a registry"
+
+
+LIB = "/usr/local/lib/pytorch-cuda"  # the Dockerfile's PYTORCH_CUDA_LIB
+# each of its folders and the repository's folder that lands there as it sits
+LIB_FOLDERS = {name: ROOT / "docker" / name for name in ("start", "run", "shared")}
+LIB_FOLDERS["scripts/validate_cuda"] = ROOT / "scripts" / "validate_cuda"
+
+
+def test_the_script_folders_are_the_repositorys_and_roots_alone(docker_client, image):
+    """What root runs at start and afterwards is the repository's docker/start, run and shared
+    file for file (no flattening that a test would have to rebuild), owned by root and
+    writable by nobody else: jovyan can neither change a script nor add one."""
+    listing = inside(
+        docker_client,
+        image,
+        f"cd {LIB} && find . -name __pycache__ -prune -o -printf '%P\\t%y\\t%u\\t%m\\n'",
+    )
+    entries = [line.split("\t") for line in listing.splitlines()]
+    assert {"shared/safe_paths.py", "start/banner.py"} <= {e[0] for e in entries}, listing
+    files = {path for path, kind, _, _ in entries if kind == "f"}
+    expected = {"scripts/validate-cuda"}
+    for name, folder in LIB_FOLDERS.items():
+        expected |= {
+            f"{name}/{p.relative_to(folder)}"
+            for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        }
+    assert files == expected
+    loose = [e for e in entries if e[1] not in "fd" or e[2] != "root" or int(e[3], 8) & 0o022]
+    assert loose == [], "root runs these: only root may write them"

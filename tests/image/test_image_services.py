@@ -190,5 +190,5 @@ def test_health_check_fails_when_a_service_is_down(container, wait_until):
         ["supervisorctl", "-c", "/etc/pytorch-cuda/supervisord.conf", "stop", "diskinfo"]
     )
     assert code == 0, out
-    code, out = running.exec(["/usr/local/lib/pytorch-cuda/healthcheck.sh"])
+    code, out = running.exec(["/usr/local/lib/pytorch-cuda/run/healthcheck.sh"])
     assert code == 1 and "diskinfo" in out

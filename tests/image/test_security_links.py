@@ -23,13 +23,14 @@ SNAPSHOT = (
 )
 CONTENT = (
     "sha256sum /etc/shadow /etc/passwd /etc/group /root/.bashrc /etc/ssh/sshd_config"
-    " /etc/pytorch-cuda/supervisord.conf.in /usr/local/lib/pytorch-cuda/init.d/*"
+    " /etc/pytorch-cuda/supervisord.conf.in"
+    " && find /usr/local/lib/pytorch-cuda -type f -exec sha256sum {} + | sort"
 )
 # log file -> what root would have chowned, created or appended to
 LINKS = {
     "sshd.log": "/etc/shadow",
     "jupyter.log": "/etc/passwd",
-    "supervisord.log": "/usr/local/lib/pytorch-cuda/init.d/99-pwn.sh",
+    "supervisord.log": "/usr/local/lib/pytorch-cuda/start/init.d/99-pwn.sh",
     "startup.log": "/root/.bashrc",
     "diskinfo-monitor.log": "/etc/pytorch-cuda/startup.d/10-pwn",
     "train.log": "/etc/ssh/sshd_config",
@@ -72,7 +73,8 @@ def test_planted_links_never_reach_root(container, ssh_key, tmp_path, workspace)
     plant += [f"ln -sfn {target} /workspace/logs/{name}" for name, target in LINKS.items()]
     plant += [
         f"printf '{HOOK}' >/workspace/.startup.d/10-check && chmod +x /workspace/.startup.d/*",
-        "ln -sfn /usr/local/lib/pytorch-cuda/init.d/40-jupyter.sh /workspace/.startup.d/20-link",
+        "ln -sfn /usr/local/lib/pytorch-cuda/start/init.d/40-jupyter.sh"
+        " /workspace/.startup.d/20-link",
         "rm -rf ~/.ssh && ln -sfn /etc/ssh ~/.ssh",
         # NB_USER's Python environment: a link for the start-up's chown, code for root's Python
         "ln -sfn /etc/shadow /opt/user-venv/shadow",

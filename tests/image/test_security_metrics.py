@@ -20,7 +20,7 @@ import pytest
 from tests.helpers import net
 from tests.helpers.scrape import seconds
 
-HEALTHCHECK = "/usr/local/lib/pytorch-cuda/healthcheck.sh"
+HEALTHCHECK = "/usr/local/lib/pytorch-cuda/run/healthcheck.sh"
 
 
 def thread_count(running, pid: int) -> int:

@@ -18,7 +18,10 @@ import pytest
 
 pytestmark = pytest.mark.image
 
-MODULES = ("secrets", "getpass", "cmd", "torch", "safe_paths", "jupyter_args", "ssh_keys")
+# what root imports by name: the standard library's, torch, and the image's own scripts'
+# (safe_paths from shared/, jupyter_args and ssh_keys beside settings.py, the banner's scripts)
+STDLIB_AND_TORCH = ("secrets", "getpass", "cmd", "torch")
+MODULES = (*STDLIB_AND_TORCH, "safe_paths", "jupyter_args", "ssh_keys", "scripts")
 # as root: a marker naming the program, and the setuid shell an attacker would keep
 PAYLOAD = """\
 import os, sys

@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.image
 
-CANARY = "/usr/local/lib/pytorch-cuda/canary.sh"  # stands for healthcheck.sh: root runs it
+CANARY = "/usr/local/lib/pytorch-cuda/run/canary.sh"  # stands for healthcheck.sh: root runs it
 HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"
 PACK_TRIES = 5
 BENCH_TRIES = 12

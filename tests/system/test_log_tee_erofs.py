@@ -18,7 +18,7 @@ def test_a_logs_filesystem_gone_read_only_costs_the_file_not_the_output(tmp_path
     lines = [b"line %03d %s\n" % (i, b"x" * (900 if i % 2 else 20)) for i in range(150)]
     with mounted("tmpfs", str(tmp_path / "logs"), "-t", "tmpfs", "-o", "size=4m") as logs:
         tee = subprocess.Popen(
-            [sys.executable, str(ROOT / "docker/run/log-tee.py"), "--max-bytes", "64k",
+            [sys.executable, str(ROOT / "docker/shared/log-tee.py"), "--max-bytes", "64k",
              f"{logs}/train.log"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

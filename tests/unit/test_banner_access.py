@@ -7,14 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
-from tests.helpers.scripts import load
+from tests.helpers.scripts import DOCKER, load
 
-DOCKER = ROOT / "docker"
 ETC = DOCKER / "etc"
 
 
-banner = load("banner")
+banner = load("start/banner.py")
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -94,14 +92,15 @@ def test_without_a_baseline_the_banner_suggests_bench_and_not_with_one(tmp_path)
     assert str(own) in _text({**env, "DISKINFO_BASELINE": str(own)})
 
 
-load("safe_paths")  # supervisord-run.py imports it by bare name, as beside it in the image
-supervisord_run = load("supervisord_run", "supervisord-run.py")
+load("shared/safe_paths.py")  # supervisord-run.py imports it by bare name, from shared/
+supervisord_run = load("run/supervisord-run.py")
 
 
 @pytest.fixture
 def generated(tmp_path, monkeypatch):
     """The image's supervisord.conf written as supervisord-run.py writes it."""
     env = {"STARTUP_STATE_DIR": tmp_path, "LOG_DIR": tmp_path, "NB_USER": "root"}
+    env |= {"PYTORCH_CUDA_LIB": DOCKER}  # the image's start, run and shared are these
     env |= {"NB_HOME": "/root", "SSHD_ENABLE": "1", "JUPYTER_ENABLE": "1"}
     env |= {"TRAIN_ENABLE": "1", "TRAIN_STOP_TIMEOUT": "5"}
     for name, value in env.items():  # what entrypoint.sh exports before supervisord starts

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.helpers import ROOT
 from tests.helpers.scripts import load
 
-banner = load("banner")
+banner = load("start/banner.py")
 
 
 def _facts(**kw):

@@ -34,7 +34,7 @@ def test_an_unwritable_logs_folder_costs_the_file_not_the_output(open_tmp_path: 
             f"--regid={USER}",
             "--clear-groups",
             PYTHON,
-            str(ROOT / "docker/run/log-tee.py"),
+            str(ROOT / "docker/shared/log-tee.py"),
             "--max-bytes",
             "64k",
             str(logs / "train.log"),

@@ -15,8 +15,8 @@ from diskinfo.sources.blockid import DeviceIdentity
 from tests.helpers.records import record
 from tests.helpers.scripts import load
 
-safe_paths = load("safe_paths")
-banner = load("banner")
+safe_paths = load("shared/safe_paths.py")
+banner = load("start/banner.py")
 
 
 def test_what_the_sinks_write_is_what_start_up_hands_over(tmp_path, monkeypatch):

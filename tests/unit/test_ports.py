@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from tests.helpers.scripts import load
 
-ports = load("ports")
+ports = load("start/ports.py")
 
 
 @contextmanager

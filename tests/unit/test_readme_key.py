@@ -14,7 +14,7 @@ import pytest
 from tests.helpers.readme import readme_command
 from tests.helpers.scripts import load
 
-ssh_keys = load("ssh_keys")
+ssh_keys = load("start/ssh_keys.py")
 
 ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMy/wCKJ7GnsawncSSEJxyqhGZ1b5lq7wc4Py7LYsVxV me@host"
 # an RSA public key line in the wire format sshd reads (type, e, n); the check looks at the type

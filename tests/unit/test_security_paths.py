@@ -1,4 +1,4 @@
-"""Root's file work in directories others can write (docker/start/safe_paths.py), the hook runner's
+"""Root's file work in directories others can write (docker/shared/safe_paths.py), the hook runner's
 deadline (run_hook.py) and the log tee's sizes: with real links, FIFOs and processes."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from tests.helpers.scripts import load
 
-safe_paths = load("safe_paths")
-run_hook = load("run_hook")
-log_tee = load("log_tee", "log-tee.py")
+safe_paths = load("shared/safe_paths.py")
+run_hook = load("start/run_hook.py")
+log_tee = load("shared/log-tee.py")
 
 NEEDS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
 UID, GID = 4321, 4322

@@ -62,7 +62,7 @@ def test_supervisords_root_programs_work_in_root():
 
 
 def root_path(path_value: str) -> tuple[str, str]:
-    script = ROOT / "docker/start/root-env.sh"
+    script = ROOT / "docker/shared/root-env.sh"
     done = subprocess.run(
         ["bash", "-c", f'. "{script}" && root_path "$1"', "root_path", path_value],
         capture_output=True,
@@ -117,7 +117,7 @@ AS_USER = re.compile(r"^docker exec (-\w+ )*(-u|--user)[ =]\S+")
 
 def documented_execs() -> list[str]:
     found = [f"{p.name}: {m.group(0)}" for p in DOCS for m in EXEC.finditer(p.read_text())]
-    banner = load("banner")
+    banner = load("start/banner.py")
     facts = banner.Facts(baseline_path="/workspace/logs/baseline.json", bench_path="/workspace")
     found += [f"banner: {m.group(0)}" for m in EXEC.finditer("\n".join(banner.render(facts)))]
     return found

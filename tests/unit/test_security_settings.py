@@ -10,9 +10,9 @@ import pytest
 
 from tests.helpers.scripts import load
 
-jupyter_args = load("jupyter_args")
-ssh_keys = load("ssh_keys")
-settings = load("settings")
+jupyter_args = load("start/jupyter_args.py")
+ssh_keys = load("start/ssh_keys.py")
+settings = load("start/settings.py")
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMy/wCKJ7GnsawncSSEJxyqhGZ1b5lq7wc4Py7LYsVxV me@host"
 

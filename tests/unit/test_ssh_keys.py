@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers.scripts import load
 
-ssh_keys = load("ssh_keys")
+ssh_keys = load("start/ssh_keys.py")
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMy/wCKJ7GnsawncSSEJxyqhGZ1b5lq7wc4Py7LYsVxV me@host"
 _REAL_A2B = binascii.a2b_base64

@@ -12,10 +12,11 @@ import sys
 import time
 
 from tests.helpers import ROOT
-from tests.helpers.scripts import DOCKER, path_of
+from tests.helpers.scripts import DOCKER
 
 CONF = DOCKER / "etc" / "supervisord.conf"
 SRC = ROOT / "src"  # the diskinfo the image installs: this checkout's
+LISTENER = DOCKER / "run" / "train-exit-listener.py"
 
 
 def test_every_stop_wait_outlasts_supervisords_poll() -> None:
@@ -38,10 +39,10 @@ def test_every_stop_wait_outlasts_supervisords_poll() -> None:
 def test_the_train_exit_listener_ends_cleanly_on_sigterm() -> None:
     """supervisord's SIGTERM at the container's end is the listener's normal end: exit 0
     ('INFO stopped: train-exit (exit status 0)'), not a WARN 'terminated by SIGTERM'."""
-    # its siblings, and this checkout's diskinfo (safe_paths takes the log names from it)
-    env = {**os.environ, "PYTHONPATH": f"{path_of('safe_paths.py').parent}{os.pathsep}{SRC}"}
+    # this checkout's diskinfo (safe_paths takes the log names from it)
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     listener = subprocess.Popen(
-        [sys.executable, str(path_of("train-exit-listener.py"))],
+        [sys.executable, str(LISTENER)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -97,9 +98,8 @@ startretries=0
     image.read(CONF)
     listener = {
         **image["eventlistener:train-exit"],
-        "command": f"{sys.executable} {path_of('train-exit-listener.py')}",
-        "environment": f'STARTUP_STATE_DIR="{tmp_path}",'
-        f'PYTHONPATH="{path_of("safe_paths.py").parent}{os.pathsep}{SRC}"',
+        "command": f"{sys.executable} {LISTENER}",
+        "environment": f'STARTUP_STATE_DIR="{tmp_path}",PYTHONPATH="{SRC}"',
         "autorestart": "false",  # a listener that fails to start fails the test, not loops
         "stderr_logfile": f"{tmp_path}/listener.err",
     }
@@ -146,7 +146,7 @@ def test_a_stop_while_jupyterlab_starts_is_a_clean_exit(tmp_path) -> None:
         "def main():\n    return 3\n"
     )
     server = subprocess.Popen(
-        [sys.executable, str(path_of("jupyter-lab.py")), "--no-browser"],
+        [sys.executable, str(DOCKER / "run" / "jupyter-lab.py"), "--no-browser"],
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )
     try:

@@ -60,7 +60,7 @@ def test_log_tee_passes_bytes_through_and_rotates_with_the_shared_scheme(tmp_pat
     tee = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "docker/run/log-tee.py"),
+            str(ROOT / "docker/shared/log-tee.py"),
             "--max-bytes",
             "1000",
             "--backups",
@@ -91,7 +91,7 @@ def test_log_tee_gives_stdout_whole_lines_and_a_partial_line_soon(tmp_path):
     """stdout is shared with supervisord's own lines: a line's text and its newline, written
     apart (print under PYTHONUNBUFFERED), must go out together; a progress bar still shows."""
     tee = subprocess.Popen(
-        [sys.executable, str(ROOT / "docker/run/log-tee.py"), str(tmp_path / "train.log")],
+        [sys.executable, str(ROOT / "docker/shared/log-tee.py"), str(tmp_path / "train.log")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )

@@ -39,7 +39,7 @@ as_nb_user() {
 # startup_log_open: from now on, startup.log is written by NB_USER.
 startup_log_open() {
   exec {STARTUP_LOG_FD}> >(exec "${AS_NB_USER[@]}" \
-    python3 -I "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/startup.log")
+    python3 -I "$PYTORCH_CUDA_LIB/shared/log-tee.py" --no-stdout "$LOG_DIR/startup.log")
   STARTUP_LOG_PID=$!
   cat "$STARTUP_STATE_DIR/startup.log" 1>&"$STARTUP_LOG_FD" 2>/dev/null || true
 }
@@ -65,5 +65,5 @@ startup_log_close() {
 
 # append_log NAME: stdin appended to $LOG_DIR/NAME.log, written as NB_USER.
 append_log() {
-  as_nb_user python3 -I "$PYTORCH_CUDA_LIB/log-tee.py" --no-stdout "$LOG_DIR/$1.log" || true
+  as_nb_user python3 -I "$PYTORCH_CUDA_LIB/shared/log-tee.py" --no-stdout "$LOG_DIR/$1.log" || true
 }

@@ -6,7 +6,7 @@
 # $STARTUP_STATE_DIR/diskinfo-paths for the monitor.
 # Exports: the settings that are set. Defines is_secret_name for 60-ssh-env.sh, 95-secrets.sh.
 settings_out=$STARTUP_STATE_DIR/settings.env
-if ! settings_error=$(python3 -I "$PYTORCH_CUDA_LIB/settings.py" \
+if ! settings_error=$(python3 -I "$PYTORCH_CUDA_LIB/start/settings.py" \
   --paths-file "$STARTUP_STATE_DIR/diskinfo-paths" 2>&1 >"$settings_out"); then
   startup_die "${settings_error:-settings check failed}"
 fi

@@ -39,7 +39,7 @@ chown -h "$NB_UID:$NB_GID" /workspace 2>/dev/null || true
 # The home and NB_USER's Python environment (USER_VENV, docker/build/user-venv), the image's
 # own trees, never bind-mounted ones: by descriptor, links never followed.
 for owned in "$home" ${USER_VENV:+"$USER_VENV"}; do
-  if home_notes=$(python3 -I "$PYTORCH_CUDA_LIB/safe_paths.py" home "$owned" "$NB_UID" "$NB_GID" 2>&1); then
+  if home_notes=$(python3 -I "$PYTORCH_CUDA_LIB/shared/safe_paths.py" home "$owned" "$NB_UID" "$NB_GID" 2>&1); then
     [ -z "$home_notes" ] || startup_log WARNING "$home_notes"
   else
     startup_log WARNING "$owned not handed to $NB_USER: $home_notes"

@@ -8,7 +8,7 @@
 # printed (a private key mounted by mistake must not reach a log).
 if [ -n "${CA_BUNDLE_FILE:-}" ]; then
   ca_dir=/usr/local/share/ca-certificates/pytorch-cuda
-  ca_pem=$(python3 -I "$PYTORCH_CUDA_LIB/safe_paths.py" read --max-bytes 1048576 "$CA_BUNDLE_FILE" \
+  ca_pem=$(python3 -I "$PYTORCH_CUDA_LIB/shared/safe_paths.py" read --max-bytes 1048576 "$CA_BUNDLE_FILE" \
     2>&1) || startup_die "CA_BUNDLE_FILE=$CA_BUNDLE_FILE cannot be read: $ca_pem"
   if grep -q 'PRIVATE KEY' <<<"$ca_pem"; then
     startup_die "CA_BUNDLE_FILE=$CA_BUNDLE_FILE holds a private key: mount the CA's certificate only"

@@ -11,7 +11,7 @@ LOG_DIR=${LOG_DIR:-/workspace/logs}
 DISKINFO_STATE_DIR=${DISKINFO_STATE_DIR:-/run/diskinfo}
 for log_target in "logs LOG_DIR" "dir DISKINFO_STATE_DIR"; do
   log_var=${log_target#* }
-  if ! log_notes=$(python3 -I "$PYTORCH_CUDA_LIB/safe_paths.py" "${log_target%% *}" \
+  if ! log_notes=$(python3 -I "$PYTORCH_CUDA_LIB/shared/safe_paths.py" "${log_target%% *}" \
     "${!log_var}" "$NB_UID" "$NB_GID" 2>&1); then
     startup_die "$log_var=${!log_var} cannot be used: $log_notes"
   fi

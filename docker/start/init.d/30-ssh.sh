@@ -22,7 +22,7 @@ ssh_keys_from() {
     startup_log WARNING "sshd: $label not read: $(head -c 300 "$STARTUP_STATE_DIR/ssh-keys.err")"
     return 0
   fi
-  printf '%s\n' "$text" | python3 -I "$PYTORCH_CUDA_LIB/ssh_keys.py" "$label" \
+  printf '%s\n' "$text" | python3 -I "$PYTORCH_CUDA_LIB/start/ssh_keys.py" "$label" \
     2>"$STARTUP_STATE_DIR/ssh-keys.err"
   while IFS= read -r problem; do
     startup_log WARNING "sshd: $problem"
@@ -31,14 +31,14 @@ ssh_keys_from() {
 }
 
 {
-  if [ -n "${PUBLIC_KEY:-}" ]; then printf '%s\n' "$PUBLIC_KEY" | python3 -I "$PYTORCH_CUDA_LIB/ssh_keys.py"; fi
+  if [ -n "${PUBLIC_KEY:-}" ]; then printf '%s\n' "$PUBLIC_KEY" | python3 -I "$PYTORCH_CUDA_LIB/start/ssh_keys.py"; fi
   if [ -e /etc/pytorch-cuda/authorized_keys ]; then
     ssh_keys_from /etc/pytorch-cuda/authorized_keys timeout 10 \
-      python3 -I "$PYTORCH_CUDA_LIB/safe_paths.py" read /etc/pytorch-cuda/authorized_keys
+      python3 -I "$PYTORCH_CUDA_LIB/shared/safe_paths.py" read /etc/pytorch-cuda/authorized_keys
   fi
   if [ -e "$NB_HOME/.ssh/authorized_keys" ] || [ -L "$NB_HOME/.ssh/authorized_keys" ]; then
     ssh_keys_from "$NB_HOME/.ssh/authorized_keys" timeout 10 \
-      "${AS_NB_USER[@]}" python3 -I "$PYTORCH_CUDA_LIB/safe_paths.py" read --follow "$NB_HOME/.ssh/authorized_keys"
+      "${AS_NB_USER[@]}" python3 -I "$PYTORCH_CUDA_LIB/shared/safe_paths.py" read --follow "$NB_HOME/.ssh/authorized_keys"
   fi
 } | sort -u >"$ssh_keys_dir/$NB_USER"
 chmod 0644 "$ssh_keys_dir/$NB_USER"

@@ -24,7 +24,7 @@ else
   jupyter_token_file=$STARTUP_STATE_DIR/jupyter-token
   if [ -n "${JUPYTER_TOKEN_FILE:-}" ]; then
     # a small regular file, no link NB_USER could have planted on the way, never a FIFO
-    if ! jupyter_token=$(timeout 10 python3 -I "$PYTORCH_CUDA_LIB/safe_paths.py" read \
+    if ! jupyter_token=$(timeout 10 python3 -I "$PYTORCH_CUDA_LIB/shared/safe_paths.py" read \
       --max-bytes 4096 "$JUPYTER_TOKEN_FILE" 2>&1); then
       startup_die "JUPYTER_TOKEN_FILE=$JUPYTER_TOKEN_FILE cannot be used: ${jupyter_token:-timed out}"
     fi
@@ -54,7 +54,7 @@ else
   done
   startup_log INFO "JupyterLab on port $JUPYTER_PORT serving /workspace, token $jupyter_token_origin"
   # JUPYTER_ARGS: extra options, split into separate arguments without a shell (jupyter_args.py).
-  if ! jupyter_args_error=$(python3 -I "$PYTORCH_CUDA_LIB/jupyter_args.py" "$STARTUP_STATE_DIR/jupyter.args" 2>&1); then
+  if ! jupyter_args_error=$(python3 -I "$PYTORCH_CUDA_LIB/start/jupyter_args.py" "$STARTUP_STATE_DIR/jupyter.args" 2>&1); then
     startup_die "$jupyter_args_error"
   fi
   unset jupyter_token jupyter_token_origin jupyter_args_error jupyter_token_file jupyter_env

@@ -38,7 +38,7 @@ run_startup_hook() {
   fi
   start=$(date +%s)
   startup_log INFO "startup hook $hook: running as $who"
-  python3 -I "$PYTORCH_CUDA_LIB/run_hook.py" "$STARTUP_HOOK_TIMEOUT" "$result_file" \
+  python3 -I "$PYTORCH_CUDA_LIB/start/run_hook.py" "$STARTUP_HOOK_TIMEOUT" "$result_file" \
     "${runner[@]}" "$hook" | while IFS= read -r line || [ -n "$line" ]; do
     startup_log INFO "  ${hook##*/}: $line"
   done

@@ -23,5 +23,5 @@ while IFS=$'\t' read -r ports_name ports_reason; do
   case $ports_name in sshd | jupyter)
     printf '%s not started: %s\n' "$ports_name" "$ports_reason" | append_log "$ports_name" ;;
   esac
-done < <(python3 -I "$PYTORCH_CUDA_LIB/ports.py" "$STARTUP_STATE_DIR/ports-taken" "${ports_wanted[@]}")
+done < <(python3 -I "$PYTORCH_CUDA_LIB/start/ports.py" "$STARTUP_STATE_DIR/ports-taken" "${ports_wanted[@]}")
 unset ports_wanted ports_name ports_reason
