@@ -7,9 +7,10 @@
 # `startup_die MESSAGE`: one clear line and a non-zero exit, before any service starts.
 set -euo pipefail
 
-PYTORCH_CUDA_LIB=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
-STARTUP_STATE_DIR=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
-export PYTORCH_CUDA_LIB STARTUP_STATE_DIR
+# Every setting with a default is the Dockerfile's ENV, the one place that defines it: no
+# script repeats a default. Run outside the image, say what is missing.
+: "${PYTORCH_CUDA_LIB:?not set: the image sets it (Dockerfile ENV)}"
+: "${STARTUP_STATE_DIR:?not set: the image sets it (Dockerfile ENV)}"
 
 if [ "$(id -u)" != 0 ]; then
   echo "ERROR entrypoint.sh must start as root (it drops to NB_USER for every service);" \
@@ -93,7 +94,7 @@ unset step
 {
   echo diskinfo
   if [ "${SSHD_ENABLE:-0}" = 1 ]; then echo sshd; fi
-  if [ "${JUPYTER_ENABLE:-0}" = 1 ]; then echo jupyter; fi
+  if [ "$JUPYTER_ENABLE" = 1 ]; then echo jupyter; fi
 } >"$STARTUP_STATE_DIR/services"
 
 # supervisord's own log: fd 3 (logfile=/dev/fd/3 in supervisord.conf) is a pipe to log-tee.py

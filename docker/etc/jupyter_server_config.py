@@ -30,7 +30,8 @@ def _token() -> str:
 
 
 c.ServerApp.ip = "0.0.0.0"
-c.ServerApp.port = int(os.environ.get("JUPYTER_PORT", "8888"))
+if "JUPYTER_PORT" in os.environ:  # the image's ENV; a server typed in a shell may pass --port
+    c.ServerApp.port = int(os.environ["JUPYTER_PORT"])
 c.ServerApp.port_retries = 0  # a taken port is an error, not a silent move to another port
 c.ServerApp.root_dir = "/workspace"
 c.ServerApp.open_browser = False

@@ -3,9 +3,10 @@
 # DISKINFO_PATHS, watching the training command's process tree through its pid file.
 set -euo pipefail
 paths=()
-# DISKINFO_PATHS' entries, as 01-settings.sh split them (':'-separated, spaces kept)
-listed=(/workspace/data /workspace)
-list_file=${STARTUP_STATE_DIR:-/run/pytorch-cuda}/diskinfo-paths
+# DISKINFO_PATHS' entries, as 01-settings.sh split them (':'-separated, spaces kept); an
+# empty DISKINFO_PATHS lists none
+listed=()
+list_file=${STARTUP_STATE_DIR:?not set: the image sets it (Dockerfile ENV)}/diskinfo-paths
 if [ -s "$list_file" ]; then mapfile -d '' -t listed <"$list_file"; fi
 for p in "${listed[@]}"; do
   if [ -e "$p" ]; then paths+=("$p"); else echo "diskinfo-monitor: skipping $p: not there" >&2; fi
@@ -14,8 +15,8 @@ done
 # Its stdout and stderr are docker logs (supervisord.conf), so the console shows only verdicts,
 # at a low rate (on change, a summary every few minutes); every figure goes to
 # $LOG_DIR/diskinfo.log and diskinfo.jsonl.
-exec diskinfo watch "${paths[@]}" --interval "${DISKINFO_INTERVAL:-5}" \
+exec diskinfo watch "${paths[@]}" --interval "$DISKINFO_INTERVAL" \
   --log-dir "$LOG_DIR" \
   --pid-file "$STARTUP_STATE_DIR/train.pid" \
-  --metrics-port "${METRICS_PORT:-9101}" --metrics-addr "${METRICS_ADDR:-0.0.0.0}" \
+  --metrics-port "$METRICS_PORT" --metrics-addr "$METRICS_ADDR" \
   --console verdicts

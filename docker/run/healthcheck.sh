@@ -10,7 +10,7 @@ cd / || exit 1
 # shellcheck source=docker/shared/root-env.sh
 . "${BASH_SOURCE[0]%/*}/../shared/root-env.sh" || exit 1
 PATH=$(root_path "$PATH" 2>/dev/null)
-state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
+state=${STARTUP_STATE_DIR:?not set: the image sets it (Dockerfile ENV)}
 [ -r "$state/services" ] || { echo "starting"; exit 1; }
 status=$(python3 -I -m supervisor.supervisorctl -c /etc/pytorch-cuda/supervisord.conf status 2>&1)
 rc=0
@@ -25,14 +25,14 @@ done <"$state/services"
 # Its key=value lines give the monitor's own interval; the file is the monitor's (NB_USER's),
 # so it is read only when it is a plain file, and at most 4 KiB of it.
 heartbeat_age_check() {
-  local beat=${DISKINFO_STATE_DIR:-/run/diskinfo}/heartbeat interval pid age limit
+  local beat=$DISKINFO_STATE_DIR/heartbeat interval pid age limit
   if [ ! -f "$beat" ] || [ -L "$beat" ]; then
     echo "diskinfo has not sampled yet (no heartbeat at $beat)"
     return 1
   fi
   interval=$(head -c 4096 "$beat" | sed -n 's/^interval_s=//p' | head -n 1)
-  [[ $interval =~ ^[0-9]+(\.[0-9]+)?$ ]] || interval=${DISKINFO_INTERVAL:-5}
-  [[ $interval =~ ^[0-9]+(\.[0-9]+)?$ ]] || interval=5
+  # else the container's, which 01-settings.sh checked before anything started
+  [[ $interval =~ ^[0-9]+(\.[0-9]+)?$ ]] || interval=$DISKINFO_INTERVAL
   pid=$(head -c 4096 "$beat" | sed -n 's/^pid=//p' | head -n 1)
   age=$(($(date +%s) - $(stat -c %Y "$beat")))
   limit=$(awk -v i="$interval" 'BEGIN { printf "%d", 3 * i + 10 }')
@@ -46,8 +46,8 @@ if grep -qx diskinfo "$state/services" && ! heartbeat_age_check; then
 fi
 
 if grep -qx jupyter "$state/services" \
-  && ! curl -fsS -o /dev/null --max-time 3 "http://127.0.0.1:${JUPYTER_PORT:-8888}/api"; then
-  echo "jupyter does not answer on port ${JUPYTER_PORT:-8888}"
+  && ! curl -fsS -o /dev/null --max-time 3 "http://127.0.0.1:$JUPYTER_PORT/api"; then
+  echo "jupyter does not answer on port $JUPYTER_PORT"
   rc=1
 fi
 exit "$rc"

@@ -10,8 +10,8 @@
 set -euo pipefail
 name=$1
 shift
-lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
-log=${LOG_DIR:-/workspace/logs}/$name.log
+lib=${PYTORCH_CUDA_LIB:?not set: the image sets it (Dockerfile ENV)}
+log=${LOG_DIR:?not set: the image sets it (Dockerfile ENV)}/$name.log
 tee_cmd=(python3 -I "$lib/shared/log-tee.py" "$log")
 if [ "$(id -u)" = 0 ]; then
   tee_cmd=(setpriv "--reuid=$NB_UID" "--regid=$NB_GID" --init-groups "${tee_cmd[@]}")

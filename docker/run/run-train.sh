@@ -7,9 +7,9 @@
 # work) is the root of the process tree the monitor watches; the exit status is recorded for
 # the container's exit.
 set -uo pipefail
-state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
-lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
-log=${LOG_DIR:-/workspace/logs}/train.log
+state=${STARTUP_STATE_DIR:?not set: the image sets it (Dockerfile ENV)}
+lib=${PYTORCH_CUDA_LIB:?not set: the image sets it (Dockerfile ENV)}
+log=${LOG_DIR:?not set: the image sets it (Dockerfile ENV)}/train.log
 mapfile -d '' -t args <"$state/train.args"
 cd /workspace || exit 1
 

@@ -12,7 +12,7 @@
 set -euo pipefail
 # a stop while starting is a clean end (status 0), as it is once JupyterLab runs: jupyter-lab.py
 trap 'exit 0' TERM
-state=${STARTUP_STATE_DIR:-/run/pytorch-cuda}
+state=${STARTUP_STATE_DIR:?not set: the image sets it (Dockerfile ENV)}
 token_file=$state/jupyter-token
 if [ ! -s "$token_file" ] || [ ! -r "$token_file" ]; then
   echo "start-jupyter: $token_file is missing or empty: Jupyter never runs without a token" >&2
@@ -33,8 +33,8 @@ fi
 cd /workspace
 # The server runs from the image's environment (its JupyterLab assets are there); kernels
 # (kernel.json) and terminals (PATH) use USER_VENV, so `%pip install` works in a notebook.
-python=${VIRTUAL_ENV:-/opt/venv}/bin/python
-lib=${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}
+python=${VIRTUAL_ENV:?not set: the image sets it (Dockerfile ENV)}/bin/python
+lib=${PYTORCH_CUDA_LIB:?not set: the image sets it (Dockerfile ENV)}
 # shellcheck source=/dev/null  # docker/run/user-env.sh
 . "$lib/run/user-env.sh"
 use_user_venv

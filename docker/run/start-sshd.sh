@@ -5,5 +5,5 @@ set -euo pipefail
 dir=${SSH_HOST_KEY_DIR:-/etc/ssh}
 hostkeys=()
 for key in "$dir"/ssh_host_*_key; do hostkeys+=(-h "$key"); done
-exec /usr/sbin/sshd -D -e -f /etc/pytorch-cuda/sshd_config -p "${SSH_PORT:-22}" \
-  "${hostkeys[@]}" -o "AllowUsers=${NB_USER:-jovyan}"
+exec /usr/sbin/sshd -D -e -f /etc/pytorch-cuda/sshd_config -p "$SSH_PORT" \
+  "${hostkeys[@]}" -o "AllowUsers=$NB_USER"

@@ -28,12 +28,9 @@ if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the wor
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))
 import safe_paths
 
-STATE = Path(os.environ.get("STARTUP_STATE_DIR", "/run/pytorch-cuda"))
-# per start, beside the other runtime state; /etc/pytorch-cuda/supervisord.conf links here, so
-# `supervisorctl -c /etc/pytorch-cuda/supervisord.conf` works and /etc never changes at start
-CONFIG = STATE / "supervisord.conf"
 TEMPLATE = Path("/etc/pytorch-cuda/supervisord.conf.in")
 MARKER = "; credentials added here\n"
+NO_STATE = "supervisord-run.py: STARTUP_STATE_DIR not set: the image sets it (Dockerfile ENV)"
 USERNAME = "pytorch-cuda"
 
 
@@ -50,13 +47,13 @@ def with_credentials(template: str, password: str) -> str:
     return "".join(out)
 
 
-def write_config(config: Path = CONFIG, template: Path = TEMPLATE) -> None:
+def write_config(config: Path, template: Path = TEMPLATE) -> None:
     """template -> config, mode 0600, a new password at every start (docker restart too)."""
     text = with_credentials(template.read_text(), secrets.token_hex(16))
     write_atomic(config, text, mode=0o600)
 
 
-def exit_code(state: Path = STATE) -> int:
+def exit_code(state: Path) -> int:
     """The training command's status; 0 when there was none; 137 if it never reported (SIGKILL)."""
     try:
         # train/ is NB_USER's and we are root: no link followed, never a blocking FIFO
@@ -82,7 +79,10 @@ def drain_log_writers(timeout: float = 1.0) -> None:
 
 
 if __name__ == "__main__":
-    write_config()
+    state = Path(os.environ.get("STARTUP_STATE_DIR") or sys.exit(NO_STATE))
+    # per start, beside the other runtime state; /etc/pytorch-cuda/supervisord.conf links here,
+    # so `supervisorctl -c /etc/pytorch-cuda/supervisord.conf` works and /etc never changes
+    write_config(state / "supervisord.conf")
     supervisord.main(sys.argv[1:])
     drain_log_writers()
-    sys.exit(exit_code())
+    sys.exit(exit_code(state))

@@ -21,9 +21,7 @@ if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the wor
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))
 import safe_paths
 
-STATE = Path(os.environ.get("STARTUP_STATE_DIR", "/run/pytorch-cuda"))
-# supervisord-run.py's running config, root's alone (as we are): the control socket's password
-CONFIG = STATE / "supervisord.conf"
+NO_STATE = "train-exit-listener: STARTUP_STATE_DIR not set: the image sets it (Dockerfile ENV)"
 
 
 def parse(line: str) -> dict[str, str]:
@@ -35,7 +33,7 @@ def log(msg: str) -> None:
     print(f"train-exit-listener: {msg}", file=sys.stderr, flush=True)
 
 
-def handle(event: str, payload: dict[str, str], keep_alive: bool, state: Path = STATE) -> bool:
+def handle(event: str, payload: dict[str, str], keep_alive: bool, state: Path) -> bool:
     """True when supervisord should shut down now."""
     if payload.get("processname") != "train":
         return False
@@ -57,7 +55,7 @@ def handle(event: str, payload: dict[str, str], keep_alive: bool, state: Path = 
     return True
 
 
-def stop_supervisord(config: Path = CONFIG) -> bool:
+def stop_supervisord(config: Path) -> bool:
     """Shut supervisord down through its control socket, as `supervisorctl shutdown` does;
     False when that failed and a SIGTERM to PID 1 had to do it.
 
@@ -94,6 +92,7 @@ def stop_supervisord(config: Path = CONFIG) -> bool:
 
 
 def main() -> None:
+    state = Path(os.environ.get("STARTUP_STATE_DIR") or sys.exit(NO_STATE))
     keep_alive = os.environ.get("KEEP_ALIVE") == "1"  # 01-settings.sh made it 1 or 0
     # supervisord's SIGTERM at the container's end is this listener's normal end: exit 0, so
     # docker logs says "stopped: train-exit (exit status 0)", not a WARN "terminated by SIGTERM"
@@ -103,11 +102,12 @@ def main() -> None:
         sys.stdout.flush()
         header = parse(sys.stdin.readline())
         payload = parse(sys.stdin.read(int(header["len"])).split("\n", 1)[0])
-        stop = handle(header["eventname"], payload, keep_alive)
+        stop = handle(header["eventname"], payload, keep_alive, state)
         sys.stdout.write("RESULT 2\nOK")
         sys.stdout.flush()
         # asked through the socket, supervisord is shutting down and starts nothing again
-        if stop and stop_supervisord():
+        # supervisord-run.py's running config, root's alone (as we are): the socket's password
+        if stop and stop_supervisord(state / "supervisord.conf"):
             return
 
 

@@ -30,11 +30,10 @@ from scripts.validate_cuda import drivers
 
 version_tuple = drivers.version_tuple
 
-# The image's CUDA: the Dockerfile's CUDA argument (11.8, or 12.8 for Blackwell GPUs) reaches
-# the container as IMAGE_CUDA, so a 12.8 image does not judge drivers by 11.8's minimum.
-IMAGE_CUDA = os.environ.get("IMAGE_CUDA") or "11.8"
-
-MIN_DRIVER, MIN_DRIVER_COMPAT = drivers.min_drivers(IMAGE_CUDA)
+# What the banner reads from the container's environment that the Dockerfile sets as ENV, the
+# one place that gives them their defaults (run outside the image, the banner names the missing)
+IMAGE_ENV = ("IMAGE_CUDA", "LOG_DIR", "NB_USER", "JUPYTER_ENABLE", "JUPYTER_PORT", "SSH_PORT",
+             "METRICS_PORT")  # fmt: skip
 NO_GPU = "no GPU visible: did you pass --gpus all?"
 
 
@@ -56,6 +55,7 @@ class Facts:
     """Everything the banner says, gathered once; rendering is a pure function of it."""
 
     image_version: str = "unknown"
+    image_cuda: str = ""  # IMAGE_CUDA (11.8, or 12.8): the driver minimum is this CUDA's
     python: str = ""
     torch: str | None = None
     cuda: str | None = None  # CUDA version torch was built for; None for a CPU build
@@ -85,7 +85,7 @@ class Facts:
     workspace_mounts: list[str] | None = None
 
 
-def driver_warning(driver: str | None, cuda: str = IMAGE_CUDA) -> str | None:
+def driver_warning(driver: str | None, cuda: str) -> str | None:
     """A plain warning when the host driver is older than the image's CUDA needs, else None."""
     if not driver or not version_tuple(driver):
         return None
@@ -118,7 +118,7 @@ def render(facts: Facts) -> list[str]:
     else:
         detail = f" ({facts.gpu_error})" if facts.gpu_error else ""
         lines.append(f"GPUs       {NO_GPU}{detail}")
-    warning = driver_warning(facts.driver)
+    warning = driver_warning(facts.driver, facts.image_cuda)
     if warning:
         lines.append(warning)
     if facts.shm_mb is None:
@@ -260,11 +260,11 @@ def _gpus(facts: Facts) -> None:
 def _services(env: dict[str, str]) -> list[Service]:
     """What entrypoint.sh decided to start, from the flags its init.d steps exported."""
     services = []
-    if env.get("JUPYTER_ENABLE", "1") != "0":
-        services.append(Service("jupyter", f"port {env.get('JUPYTER_PORT', '8888')}"))
+    if env["JUPYTER_ENABLE"] != "0":
+        services.append(Service("jupyter", f"port {env['JUPYTER_PORT']}"))
     if env.get("SSHD_ENABLE", "1") != "0":
-        services.append(Service("sshd", f"port {env.get('SSH_PORT', '22')}"))
-    metrics = env.get("METRICS_PORT", "9101")
+        services.append(Service("sshd", f"port {env['SSH_PORT']}"))
+    metrics = env["METRICS_PORT"]
     services.append(
         Service("diskinfo", f"metrics on port {metrics}" if metrics != "0" else "no metrics")
     )
@@ -275,7 +275,7 @@ def _services(env: dict[str, str]) -> list[Service]:
 
 def _token_hint(env: dict[str, str], logs_dir: str) -> str:
     """Where the token comes from; never the user's own token."""
-    if env.get("JUPYTER_ENABLE", "1") == "0":
+    if env["JUPYTER_ENABLE"] == "0":
         return ""
     if env.get("JUPYTER_TOKEN_FILE"):
         return f"Jupyter token: in {env['JUPYTER_TOKEN_FILE']} (JUPYTER_TOKEN_FILE)"
@@ -287,9 +287,9 @@ def _token_hint(env: dict[str, str], logs_dir: str) -> str:
 def jupyter_url(env: dict[str, str], random_token: str | None) -> str:
     """An openable URL: with the token when it is this container's random one (which the
     user cannot know otherwise), with a placeholder for the user's own."""
-    if env.get("JUPYTER_ENABLE", "1") == "0":
+    if env["JUPYTER_ENABLE"] == "0":
         return ""
-    base = f"http://127.0.0.1:{env.get('JUPYTER_PORT', '8888')}/lab"
+    base = f"http://127.0.0.1:{env['JUPYTER_PORT']}/lab"
     if env.get("JUPYTER_TOKEN_FILE") or env.get("JUPYTER_TOKEN") or not random_token:
         return f"{base}?token=YOUR_TOKEN"
     return f"{base}?token={random_token}"
@@ -344,10 +344,11 @@ def _python(env: dict[str, str]) -> str:
 
 def gather(env: dict[str, str]) -> Facts:
     """Read the facts from this container: package metadata, NVML, /dev/shm, the environment."""
-    logs_dir = env.get("LOG_DIR", "/workspace/logs")
+    logs_dir = env["LOG_DIR"]
     shm_mb = shm.size_mb()
     facts = Facts(
         image_version=env.get("IMAGE_VERSION") or _dist_version("diskinfo") or "unknown",
+        image_cuda=env["IMAGE_CUDA"],
         python=_python(env),
         torch=_dist_version("torch"),
         cuda=_torch_cuda(),
@@ -360,14 +361,14 @@ def gather(env: dict[str, str]) -> Facts:
         logs_dir=logs_dir,
         jupyter_url=jupyter_url(env, _random_token(env)),
         metrics_url=(
-            f"http://127.0.0.1:{env.get('METRICS_PORT', '9101')}/metrics"
-            if env.get("METRICS_PORT", "9101") not in ("", "0")
+            f"http://127.0.0.1:{env['METRICS_PORT']}/metrics"
+            if env["METRICS_PORT"] not in ("", "0")
             else ""
         ),
         baseline_path=baseline_path(env, logs_dir),
         port_taken=_ports_taken(env),
-        ssh_port=env.get("SSH_PORT", "22"),
-        nb_user=env.get("NB_USER", "jovyan"),
+        ssh_port=env["SSH_PORT"],
+        nb_user=env["NB_USER"],
     )
     facts.baseline = _existing(facts.baseline_path)
     try:
@@ -376,7 +377,7 @@ def gather(env: dict[str, str]) -> Facts:
     except OSError:
         facts.workspace_mounts = None
     if env.get("SSHD_ENABLE", "1") != "0":
-        facts.ssh_command = f"ssh -p PORT {env.get('NB_USER', 'jovyan')}@HOST"
+        facts.ssh_command = f"ssh -p PORT {env['NB_USER']}@HOST"
     else:
         facts.ssh_off_reason = facts.port_taken.get(
             "sshd", 'no public key: pass -e PUBLIC_KEY="$(cat ~/.ssh/id_*.pub)"'
@@ -386,6 +387,8 @@ def gather(env: dict[str, str]) -> Facts:
 
 
 def main() -> int:
+    if missing := ", ".join(name for name in IMAGE_ENV if name not in os.environ):
+        sys.exit(f"banner: {missing} not set: the image sets them (Dockerfile ENV)")
     print("\n".join(render(gather(dict(os.environ)))), flush=True)
     return 0
 

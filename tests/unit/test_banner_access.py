@@ -22,6 +22,11 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "JUPYTER_PORT": "8888",
         "SSHD_ENABLE": "1",
         "NB_USER": "jovyan",
+        # the rest of what the Dockerfile sets as ENV, which the banner reads
+        "IMAGE_CUDA": "11.8",
+        "JUPYTER_ENABLE": "1",
+        "SSH_PORT": "22",
+        "METRICS_PORT": "9101",
     }
     env.update(extra)
     return env

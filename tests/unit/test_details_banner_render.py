@@ -11,10 +11,14 @@ from tests.helpers import ROOT
 from tests.helpers.scripts import load
 
 banner = load("start/banner.py")
+# what the banner reads that the Dockerfile sets as ENV: outside the image, set here
+ENV = {"IMAGE_CUDA": "11.8", "LOG_DIR": "/workspace/logs", "NB_USER": "jovyan"}
+ENV |= {"JUPYTER_ENABLE": "1", "JUPYTER_PORT": "8888", "SSH_PORT": "22", "METRICS_PORT": "9101"}
 
 
 def _facts(**kw):
     base = dict(image_version="1.0", python="3.11.2", torch="2.7.1+cu118", cuda="11.8")
+    base |= dict(image_cuda="11.8")
     base.update(kw)
     return banner.Facts(**base)
 
@@ -47,23 +51,23 @@ def test_small_shm_is_flagged_large_is_not():
 
 def test_the_banner_holds_shm_to_shm_min_mb_like_the_verdict():
     size = banner.shm.size_mb()  # this machine's /dev/shm, measured where the monitor does
-    assert size is not None and banner.gather({}).shm_mb == int(size)
-    assert banner.gather({"SHM_MIN_MB": str(int(size) + 1)}).shm_small
-    assert not banner.gather({"SHM_MIN_MB": "0"}).shm_small  # 0: never warn
+    assert size is not None and banner.gather(ENV).shm_mb == int(size)
+    assert banner.gather({**ENV, "SHM_MIN_MB": str(int(size) + 1)}).shm_small
+    assert not banner.gather({**ENV, "SHM_MIN_MB": "0"}).shm_small  # 0: never warn
 
 
 def test_token_hint_never_shows_the_token():
-    env = {"JUPYTER_TOKEN": "s3cret-value"}
+    env = {**ENV, "JUPYTER_TOKEN": "s3cret-value"}
     hint = banner._token_hint(env, "/workspace/logs")
     assert "s3cret-value" not in hint and "JUPYTER_TOKEN" in hint
-    assert "/run/t" in banner._token_hint({"JUPYTER_TOKEN_FILE": "/run/t"}, "/l")
-    assert "/l/jupyter.log" in banner._token_hint({}, "/l")
+    assert "/run/t" in banner._token_hint({**ENV, "JUPYTER_TOKEN_FILE": "/run/t"}, "/l")
+    assert "/l/jupyter.log" in banner._token_hint(ENV, "/l")
 
 
 @given(st.lists(st.integers(0, 999), min_size=1, max_size=4))
 def test_driver_warning_agrees_with_numeric_order(parts):
     version = ".".join(str(p) for p in parts)
-    warned = banner.driver_warning(version) is not None
+    warned = banner.driver_warning(version, "11.8") is not None
     assert warned == (tuple(parts) < (520, 61, 5))
 
 
@@ -83,7 +87,7 @@ def test_the_image_passes_its_cuda_to_the_banner():
 
 @given(st.text(max_size=20))
 def test_driver_warning_never_raises(text):
-    banner.driver_warning(text)
+    banner.driver_warning(text, "11.8")
 
 
 class _FakeNvml:

@@ -36,11 +36,11 @@ def test_every_stop_wait_outlasts_supervisords_poll() -> None:
     assert {name: int(w) for name, w in waits.items() if int(w) < 2} == {}
 
 
-def test_the_train_exit_listener_ends_cleanly_on_sigterm() -> None:
+def test_the_train_exit_listener_ends_cleanly_on_sigterm(tmp_path) -> None:
     """supervisord's SIGTERM at the container's end is the listener's normal end: exit 0
     ('INFO stopped: train-exit (exit status 0)'), not a WARN 'terminated by SIGTERM'."""
-    # this checkout's diskinfo (safe_paths takes the log names from it)
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    # this checkout's diskinfo (safe_paths takes the log names from it); the image's ENV
+    env = {**os.environ, "PYTHONPATH": str(SRC), "STARTUP_STATE_DIR": str(tmp_path)}
     listener = subprocess.Popen(
         [sys.executable, str(LISTENER)],
         stdin=subprocess.PIPE,
@@ -57,6 +57,23 @@ def test_the_train_exit_listener_ends_cleanly_on_sigterm() -> None:
     finally:
         listener.kill()
         listener.communicate()
+
+
+def test_outside_the_image_a_missing_setting_is_one_line_not_a_default() -> None:
+    """The Dockerfile's ENV is the one place with the defaults: run without it, the listener
+    says which setting is missing, where a default would have used the image's /run path."""
+    env = {k: v for k, v in os.environ.items() if k != "STARTUP_STATE_DIR"}
+    done = subprocess.run(
+        [sys.executable, str(LISTENER)],
+        env={**env, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        "train-exit-listener: STARTUP_STATE_DIR not set: the image sets it (Dockerfile ENV)\n"
+    )
 
 
 def _supervisord_with_a_training_command(tmp_path, password_for_the_listener: str) -> str:

@@ -310,5 +310,5 @@ def test_one_driver_table_and_version_rule_for_the_banner_too(monkeypatch) -> No
     module = importlib.util.module_from_spec(banner)
     monkeypatch.setitem(sys.modules, "banner_for_drivers", module)  # for its dataclasses
     banner.loader.exec_module(module)
-    assert module.MIN_DRIVER == drivers.MIN_DRIVER["11.8"] == "520.61.05"
+    assert module.drivers is drivers and drivers.MIN_DRIVER["11.8"] == "520.61.05"
     assert module.version_tuple is drivers.version_tuple

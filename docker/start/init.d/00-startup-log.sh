@@ -8,7 +8,7 @@
 # in root's $STARTUP_STATE_DIR/startup.log; startup_log_open then sends them, and every later
 # line, through a pipe to log-tee.py running as NB_USER. append_log does the same for one
 # message into another log (sshd.log, jupyter.log).
-# Reads: STARTUP_STATE_DIR, PYTORCH_CUDA_LIB (entrypoint.sh); later NB_UID, NB_GID, LOG_DIR.
+# Reads: STARTUP_STATE_DIR, PYTORCH_CUDA_LIB (the image's ENV); later NB_UID, NB_GID, LOG_DIR.
 STARTUP_LOG_FD=
 STARTUP_LOG_PID=
 

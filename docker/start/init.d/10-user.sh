@@ -5,9 +5,6 @@
 # not root, not another system account's name). The image's own account is the one named in
 # /var/lib/pytorch-cuda/nb-user (written here), at first the image's uid 1000.
 # Exports: NB_USER, NB_UID, NB_GID, NB_HOME. Sets AS_NB_USER, the one way steps drop to it.
-NB_USER=${NB_USER:-jovyan}
-NB_UID=${NB_UID:-1000}
-NB_GID=${NB_GID:-100}
 nb_user_record=/var/lib/pytorch-cuda/nb-user
 
 image_user=$(cat "$nb_user_record" 2>/dev/null || true)

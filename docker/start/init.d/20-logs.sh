@@ -6,9 +6,7 @@
 # another uid are handed to NB_UID; each with one line saying so. Every log file is then
 # written by NB_USER (log-tee.py), never opened by root. DISKINFO_STATE_DIR is where the
 # DataLoader wrapper and the monitor meet.
-# Reads: NB_UID, NB_GID. Exports: LOG_DIR, DISKINFO_STATE_DIR; opens STARTUP_LOG_FD.
-LOG_DIR=${LOG_DIR:-/workspace/logs}
-DISKINFO_STATE_DIR=${DISKINFO_STATE_DIR:-/run/diskinfo}
+# Reads: NB_UID, NB_GID, LOG_DIR, DISKINFO_STATE_DIR. Opens STARTUP_LOG_FD.
 for log_target in "logs LOG_DIR" "dir DISKINFO_STATE_DIR"; do
   log_var=${log_target#* }
   if ! log_notes=$(python3 -I "$PYTORCH_CUDA_LIB/shared/safe_paths.py" "${log_target%% *}" \
@@ -22,6 +20,5 @@ done
 # The training wrapper (as NB_USER) writes its pid and exit status here.
 install -d -o "$NB_UID" -g "$NB_GID" -m 0755 "$STARTUP_STATE_DIR/train"
 install -o "$NB_UID" -g "$NB_GID" -m 0644 /dev/null "$STARTUP_STATE_DIR/train.pid"
-export LOG_DIR DISKINFO_STATE_DIR
 startup_log_open
 unset log_target log_var log_notes log_note

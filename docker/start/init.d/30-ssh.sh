@@ -7,7 +7,6 @@
 # reported with its number. Host keys are made at the container's first start, never baked
 # into the image. No key at all: sshd stays off and we say how.
 # Reads: NB_USER, NB_UID, NB_GID, NB_HOME, LOG_DIR. Exports: SSHD_ENABLE, SSH_HOST_KEY_DIR.
-SSH_PORT=${SSH_PORT:-22}
 SSH_HOST_KEY_DIR=${SSH_HOST_KEY_DIR:-/etc/ssh}
 ssh_keys_dir=/etc/ssh/authorized_keys.d
 mkdir -p "$ssh_keys_dir" /run/sshd

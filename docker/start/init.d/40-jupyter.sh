@@ -6,17 +6,15 @@
 # (start-jupyter.sh): $STARTUP_STATE_DIR/jupyter-config stands in for ~/.jupyter, so nothing
 # NB_USER writes can switch the token or XSRF checks off. JUPYTER_ENABLE=0 turns Jupyter off.
 # Reads: NB_GID, LOG_DIR; JUPYTER_ARGS (checked by 01-settings.sh). Exports: JUPYTER_ENABLE.
-JUPYTER_PORT=${JUPYTER_PORT:-8888}
-export JUPYTER_PORT
 if [ -n "${JUPYTER_AS_COMMAND:-}" ]; then  # entrypoint.sh: `docker run IMAGE jupyter lab`
-  [ "${JUPYTER_ENABLE:-1}" != 0 ] || startup_die "the command '$JUPYTER_AS_COMMAND' asks for" \
+  [ "$JUPYTER_ENABLE" != 0 ] || startup_die "the command '$JUPYTER_AS_COMMAND' asks for" \
     "JupyterLab, which JUPYTER_ENABLE=0 turns off: leave one of the two out"
   startup_log INFO "the command '$JUPYTER_AS_COMMAND' asks for JupyterLab: this image serves it" \
     "already (its URL is below), so the container runs it and no training command; options" \
     "given there are not used (extra ones go in -e JUPYTER_ARGS=...)"
 fi
 unset JUPYTER_AS_COMMAND
-if [ "${JUPYTER_ENABLE:-1}" = 0 ]; then
+if [ "$JUPYTER_ENABLE" = 0 ]; then
   export JUPYTER_ENABLE=0
   startup_log INFO "JupyterLab disabled (JUPYTER_ENABLE=0)"
 else

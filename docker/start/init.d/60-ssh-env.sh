@@ -38,7 +38,7 @@ write_ssh_env() {
     done < <(compgen -e | sort)
     echo "export PYTORCH_CUDA_SSH_ENV=1"
     # NB_USER's own Python environment first on PATH, as for the training command
-    printf '. %q/run/user-env.sh && use_user_venv\n' "${PYTORCH_CUDA_LIB:-/usr/local/lib/pytorch-cuda}"
+    printf '. %q/run/user-env.sh && use_user_venv\n' "$PYTORCH_CUDA_LIB"
   } >"$tmp"
   mv -f "$tmp" "$1"
 }

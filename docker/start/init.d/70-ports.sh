@@ -6,11 +6,9 @@
 # Reads: SSHD_ENABLE, SSH_PORT, JUPYTER_ENABLE, JUPYTER_PORT, METRICS_PORT, METRICS_ADDR.
 # Exports: SSHD_ENABLE=0, JUPYTER_ENABLE=0 or METRICS_PORT=0 for a service left off.
 ports_wanted=()
-if [ "${SSHD_ENABLE:-0}" = 1 ]; then ports_wanted+=("sshd=0.0.0.0:${SSH_PORT:-22}"); fi
-if [ "${JUPYTER_ENABLE:-0}" = 1 ]; then ports_wanted+=("jupyter=0.0.0.0:${JUPYTER_PORT:-8888}"); fi
-if [ "${METRICS_PORT:-9101}" != 0 ]; then
-  ports_wanted+=("metrics=${METRICS_ADDR:-0.0.0.0}:${METRICS_PORT:-9101}")
-fi
+if [ "${SSHD_ENABLE:-0}" = 1 ]; then ports_wanted+=("sshd=0.0.0.0:$SSH_PORT"); fi
+if [ "$JUPYTER_ENABLE" = 1 ]; then ports_wanted+=("jupyter=0.0.0.0:$JUPYTER_PORT"); fi
+if [ "$METRICS_PORT" != 0 ]; then ports_wanted+=("metrics=$METRICS_ADDR:$METRICS_PORT"); fi
 while IFS=$'\t' read -r ports_name ports_reason; do
   case $ports_name in
     sshd) export SSHD_ENABLE=0 ;;
