@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from diskinfo.analyse.tally import VerdictTally
+    from diskinfo.analyse.account import HeldAccount
 
 SCHEMA = "diskinfo.interval/1"
 NO_VERDICT = "no verdict"  # intervals recorded without a verdict (analysis failed or off)
@@ -307,23 +307,6 @@ class Verdict:
         """A copy with `changes`: dataclasses.replace without its walk over the fields (the
         analyser makes one per interval)."""
         return Verdict(**{**self.__dict__, **changes})
-
-
-class HeldAccount(NamedTuple):
-    """What the analyser knows of the held verdict across intervals, as of one interval: the
-    facts the text log tells in words, so that it writes and does not decide. Set by the
-    Diagnoser on each record it judges (`IntervalRecord.account`, also where the analysis
-    failed: its interval counts in the run); never part of the JSONL. (A tuple: one is made
-    per interval, and a tuple costs a fraction of a frozen dataclass.)"""
-
-    changed: bool  # the held verdict or its cause differs from the verdict handed out before
-    was: str | None  # that verdict (None: this is the first)
-    was_cause: str  # its cause
-    agrees: bool  # this interval's own decision is the held verdict
-    waited_s: float | None  # this interval's data-wait share x its seconds (None: not measured)
-    # the run so far: the seconds in each verdict and the fix to try first (the analyser's
-    # own tally, one rule with `diskinfo report`; it goes on counting after this interval)
-    run: VerdictTally
 
 
 @dataclass(frozen=True)

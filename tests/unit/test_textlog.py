@@ -170,8 +170,9 @@ def test_the_log_writes_what_the_analysis_decided(tmp_path):
     """The sink decides nothing: it tells a change when the verdict's account says one
     happened (and from what), not by comparing verdicts itself, and sums what the accounts
     state over its summary period."""
+    from diskinfo.analyse.account import HeldAccount
     from diskinfo.analyse.tally import VerdictTally
-    from diskinfo.record import HeldAccount, IntervalRecord, Verdict
+    from diskinfo.record import IntervalRecord, Verdict
 
     echo = io.StringIO()
     sink = TextLogSink(str(tmp_path), echo=echo, console="verdicts", summary_s=10)

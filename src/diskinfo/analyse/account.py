@@ -6,8 +6,27 @@ one rule with `diskinfo report`)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from diskinfo.analyse.tally import VerdictTally
-from diskinfo.record import HeldAccount, IntervalRecord, Verdict
+from diskinfo.record import IntervalRecord, Verdict
+
+
+class HeldAccount(NamedTuple):
+    """What the analyser knows of the held verdict across intervals, as of one interval: the
+    facts the text log tells in words, so that it writes and does not decide. Set by the
+    Diagnoser on each record it judges (`IntervalRecord.account`, also where the analysis
+    failed: its interval counts in the run); never part of the JSONL. (A tuple: one is made
+    per interval, and a tuple costs a fraction of a frozen dataclass.)"""
+
+    changed: bool  # the held verdict or its cause differs from the verdict handed out before
+    was: str | None  # that verdict (None: this is the first)
+    was_cause: str  # its cause
+    agrees: bool  # this interval's own decision is the held verdict
+    waited_s: float | None  # this interval's data-wait share x its seconds (None: not measured)
+    # the run so far: the seconds in each verdict and the fix to try first (the analyser's
+    # own tally, one rule with `diskinfo report`; it goes on counting after this interval)
+    run: VerdictTally
 
 
 class Accounts:

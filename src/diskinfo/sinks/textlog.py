@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from diskinfo import logfiles
 from diskinfo.analyse.thresholds import summary_interval_s
@@ -27,13 +27,15 @@ from diskinfo.record import (
     CommandEnd,
     DeviceFigures,
     GpuFigures,
-    HeldAccount,
     IntervalRecord,
     NfsFigures,
     Verdict,
 )
 from diskinfo.sinks.jsonl import FILENAME as JSONL
 from diskinfo.sinks.rotating import RotatingFile
+
+if TYPE_CHECKING:  # a type only: the sink writes what the analysis accounted
+    from diskinfo.analyse.account import HeldAccount
 
 FILENAME = logfiles.TEXT_LOG
 
