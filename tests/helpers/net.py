@@ -3,6 +3,7 @@ starts needs a port nobody else uses, and readiness is polled, never slept for).
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Callable
@@ -13,9 +14,20 @@ import pytest
 
 def free_port() -> int:
     """A port nobody listens on now (host network: containers share the host's ports)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` different free ports: each is held while the next is chosen, so the kernel cannot
+    hand out one twice (one container's JUPYTER_PORT and METRICS_PORT were once the same, and
+    it refused to start)."""
+    with contextlib.ExitStack() as held:
+        ports = []
+        for _ in range(n):
+            s = held.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+        return ports
 
 
 def wait_until(

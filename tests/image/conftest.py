@@ -149,11 +149,8 @@ class ContainerFactory:
         shm_size: str | None = None,
         **kwargs: Any,
     ) -> Running:
-        ports = {
-            "JUPYTER_PORT": net.free_port(),
-            "SSH_PORT": net.free_port(),
-            "METRICS_PORT": net.free_port(),
-        }
+        names = ("JUPYTER_PORT", "SSH_PORT", "METRICS_PORT")
+        ports = dict(zip(names, net.free_ports(len(names)), strict=True))
         full_env = {"JUPYTER_ENABLE": "0", **{k: str(v) for k, v in ports.items()}, **(env or {})}
         obj = self.client.containers.run(
             self.image,
