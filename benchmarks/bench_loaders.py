@@ -43,6 +43,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -611,58 +612,45 @@ def cell_tables(cells: list[dict], shuffled: float) -> list[str]:
         else:
             verdict = "-"
         lines.append(f"| {label(cap, workers)} | " + " | ".join(row) + f" | {verdict} |")
-    lines += [
-        "",
+
+    def table(title: str, cell: Callable[[dict], str]) -> list[str]:
+        """One row per (cap, workers), one column per pair: `cell` of each cell that ran."""
+        out = ["", title, "", head, rule]
+        for cap, workers in groups:
+            row = []
+            for pair in pairs:
+                c = by.get((cap, workers, pair))
+                row.append("-" if c is None or "error" in c else cell(c))
+            out.append(f"| {label(cap, workers)} | " + " | ".join(row) + " |")
+        return out
+
+    def mix(c: dict) -> str:
+        d = c.get("distinct")
+        return "-" if d is None else f"{d:.2f} ({d / shuffled:.2f})"
+
+    def reads(c: dict) -> str:
+        n = c.get("reads") or 0
+        kb = c["read_bytes"] / n / 1000 if n else None
+        return (
+            f"{n / c['seconds']:,.0f}/s x {fmt(kb)} kB, {fmt(c['first_batch_s'], 1)} s, "
+            f"{c['load']:.1f}"
+        )
+
+    lines += table(
         f"Distinct classes per full batch of {BATCH} (a fully shuffled loader: "
         f"{shuffled:.2f}; the ratio to it in brackets):",
-        "",
-        head,
-        rule,
-    ]
-    for cap, workers in groups:
-        row = []
-        for pair in pairs:
-            c = by.get((cap, workers, pair))
-            d = None if c is None or "error" in c else c.get("distinct")
-            row.append("-" if d is None else f"{d:.2f} ({d / shuffled:.2f})")
-        lines.append(f"| {label(cap, workers)} | " + " | ".join(row) + " |")
-    lines += [
-        "",
+        mix,
+    )
+    lines += table(
         "Peak RSS of the reader's process tree, MiB (summed over processes; "
         "the largest single process in brackets):",
-        "",
-        head,
-        rule,
-    ]
-    for cap, workers in groups:
-        row = []
-        for pair in pairs:
-            c = by.get((cap, workers, pair))
-            ok = c is not None and "error" not in c
-            row.append(f"{c['rss_tree_mb']:,.0f} ({c['rss_max_mb']:,.0f})" if ok else "-")
-        lines.append(f"| {label(cap, workers)} | " + " | ".join(row) + " |")
-    lines += [
-        "",
+        lambda c: f"{c['rss_tree_mb']:,.0f} ({c['rss_max_mb']:,.0f})",
+    )
+    lines += table(
         "Reads the reader's process tree issued to the disk: reads/s and kB per read "
         "(its blkio group's counters, before merging), first batch after s, load:",
-        "",
-        head,
-        rule,
-    ]
-    for cap, workers in groups:
-        row = []
-        for pair in pairs:
-            c = by.get((cap, workers, pair))
-            if c is None or "error" in c:
-                row.append("-")
-                continue
-            n = c.get("reads") or 0
-            kb = c["read_bytes"] / n / 1000 if n else None
-            row.append(
-                f"{n / c['seconds']:,.0f}/s x {fmt(kb)} kB, {fmt(c['first_batch_s'], 1)} s, "
-                f"{c['load']:.1f}"
-            )
-        lines.append(f"| {label(cap, workers)} | " + " | ".join(row) + " |")
+        reads,
+    )
     failed = [c for c in cells if "error" in c]
     if failed:
         lines += ["", "Failed cells:", ""]
