@@ -7,6 +7,7 @@ import sys
 
 from diskinfo.errors import interrupted_exit
 from diskinfo.pack import MANIFEST, pack
+from diskinfo.pack.mix import in_words
 from diskinfo.units import counted, format_size
 
 
@@ -42,25 +43,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if skipped := skipped_line(manifest["skipped"]):
         print(skipped)
-    print(mixing_line(manifest["mixing"]))
+    print(in_words(manifest["mixing"]))
     return 0
-
-
-def mixing_line(mix: dict) -> str:
-    """The manifest's `mixing` in words: what a batch will hold beside a shuffled loader."""
-    setup = (
-        f"batches of {mix['batch_size']} from {mix['num_workers']} workers, "
-        f"shuffle buffer {mix['shuffle_buffer']}"
-    )
-    if "distinct_classes" in mix:
-        return (
-            f"batch mix: {mix['distinct_classes']:.1f} distinct classes per batch, a fully "
-            f"shuffled loader {mix['shuffled_loader']:.1f} ({mix['ratio']:.0%} of it; {setup})"
-        )
-    return (
-        f"batch mix: order correlation with SRC {mix['order_correlation']:+.2f} "
-        f"(0: no trace of SRC's order, 1: SRC's order; {setup})"
-    )
 
 
 SKIPPED = {  # manifest key: what the line calls one, and many

@@ -54,6 +54,27 @@ def predict(
     return out
 
 
+def in_words(mix: dict[str, Any], of: str = "", order: str = "SRC's key order") -> str:
+    """A `mixing` (pack's manifest, tune's batch mix) in one line: what a batch will hold
+    beside a fully shuffled loader; `of`: whose mix it is, `order`: the order a correlation
+    is with."""
+    n = mix["num_workers"]
+    setup = (
+        f"batches of {mix['batch_size']} from {f'{n} workers' if n else 'the main process'}, "
+        f"shuffle buffer {mix['shuffle_buffer']}"
+    )
+    head = f"batch mix of {of}" if of else "batch mix"
+    if "distinct_classes" in mix:
+        return (
+            f"{head}: {mix['distinct_classes']:.1f} distinct classes per batch, a fully "
+            f"shuffled loader {mix['shuffled_loader']:.1f} ({mix['ratio']:.0%} of it; {setup})"
+        )
+    return (
+        f"{head}: order correlation with {order} {mix['order_correlation']:+.2f} "
+        f"(0: no trace of it, 1: that order; {setup})"
+    )
+
+
 def _view(values: Sequence[int], a: int, b: int) -> Sequence[int]:
     return memoryview(values)[a:b] if isinstance(values, array) else values[a:b]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch.utils.data
 
-from diskinfo.pack.mix import order_correlation
+from diskinfo.pack.mix import in_words, order_correlation
 from diskinfo.shard_mixing import mixing, shard_labels
 from diskinfo.shard_stream import ShardStream
 from diskinfo.tune.runner import Result, Runner
@@ -107,18 +107,4 @@ def words(label: str, mix: dict[str, Any] | None) -> str | None:
     """One line on a shard setting's mix (None for any other)."""
     if mix is None or mix.get("fully_shuffled"):
         return None
-    n = mix["num_workers"]
-    setup = (
-        f"batches of {mix['batch_size']} from {f'{n} workers' if n else 'the main process'}, "
-        f"shuffle buffer {mix['shuffle_buffer']}"
-    )
-    if "distinct_classes" in mix:
-        return (
-            f"batch mix of {label}: {mix['distinct_classes']:.1f} distinct classes per batch, a "
-            f"fully shuffled loader {mix['shuffled_loader']:.1f} ({mix['ratio']:.0%} of it; "
-            f"{setup})"
-        )
-    return (
-        f"batch mix of {label}: order correlation with the samples' key order "
-        f"{mix['order_correlation']:+.2f} (0: no trace of it, 1: that order; {setup})"
-    )
+    return in_words(mix, of=label, order="the samples' key order")
