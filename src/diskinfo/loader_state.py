@@ -173,34 +173,48 @@ def read_states(
     return states
 
 
-class StateReader:
-    """`read_states` for the monitor, every interval: with the per-file cache, and without even
-    listing the directory while it has not changed. Publishers replace their file by rename,
-    which stamps the directory's mtime; the listing is skipped only when the last one was made
-    SETTLED_NS after that stamp, so a rename in the same clock tick as a listing is never
-    missed (file times have the kernel's coarse, tick-sized granularity)."""
+class FolderStamp:
+    """Whether the state directory is as it was when last listed, so the listing can be
+    skipped. Publishers replace their file by rename, which stamps the directory's mtime; a
+    listing stands for the directory only when made SETTLED_NS after that stamp, so a rename
+    in the same clock tick as a listing is never missed (file times have the kernel's coarse,
+    tick-sized granularity)."""
 
     SETTLED_NS = 50_000_000
 
     def __init__(self) -> None:
+        self._seen: tuple[Path, int, int] | None = None  # at the last `unchanged`
+        self._listed: tuple[Path, int, int] | None = None  # what the last listing stands for
+
+    def unchanged(self, directory: Path) -> bool:
+        """True while `directory` is as the last listing saw it: no need to list it again."""
+        try:
+            st = os.stat(directory)
+            self._seen = (directory, st.st_ino, st.st_mtime_ns)
+        except OSError:
+            self._seen = None
+        return self._seen is not None and self._seen == self._listed
+
+    def listing(self) -> None:
+        """Called right before the directory is listed (after `unchanged` said False)."""
+        settled = self._seen is not None and time.time_ns() - self._seen[2] >= self.SETTLED_NS
+        self._listed = self._seen if settled else None
+
+
+class StateReader:
+    """`read_states` for the monitor, every interval: with the per-file cache, and without even
+    listing the directory while it has not changed (FolderStamp)."""
+
+    def __init__(self) -> None:
         self._cache: dict[str, tuple[tuple[int, int, int], LoaderCounters]] = {}
-        self._directory: Path | None = None
-        self._stamp: tuple[int, int] | None = None
+        self._stamp = FolderStamp()
         self._states: dict[int, LoaderCounters] = {}
 
     def __call__(self, directory: Path) -> dict[int, LoaderCounters]:
-        try:
-            st = os.stat(directory)
-            stamp: tuple[int, int] | None = (st.st_ino, st.st_mtime_ns)
-        except OSError:
-            stamp = None
-        if stamp is not None and stamp == self._stamp and directory == self._directory:
+        if self._stamp.unchanged(directory):
             return dict(self._states)
-        listed_at = time.time_ns()
+        self._stamp.listing()
         self._states = read_states(directory, self._cache)
-        self._directory = directory
-        settled = stamp is not None and listed_at - stamp[1] >= self.SETTLED_NS
-        self._stamp = stamp if settled else None
         return dict(self._states)
 
 

@@ -43,12 +43,10 @@ class LivePublishers:
     leave files behind, and 28 of them cost a /proc read each, 1.2 ms a sample, 1.5x the rest
     of the monitor."""
 
-    SETTLED_NS = 50_000_000  # as loader_state.StateReader: a rename in a listing's tick
-
     def __init__(self) -> None:
         self._finished: dict[int, int] = {}  # pid -> its file's mtime (ns) when found finished
         self._live: dict[int, int] = {}  # pid -> its file's mtime (ns), found live
-        self._stamp: tuple[Path, int, int] | None = None  # the folder as last listed
+        self._stamp = loader_state.FolderStamp()
 
     def _is_live(self, pid: int, written: int) -> bool:
         try:
@@ -57,20 +55,15 @@ class LivePublishers:
             return False
 
     def __call__(self, directory: Path) -> set[int]:
-        # publishers replace their files by rename, which stamps the folder: while its stamp
-        # holds, the files are as they were and only the live ones' processes need a look
-        try:
-            st = os.stat(directory)
-            stamp: tuple[Path, int, int] | None = (directory, st.st_ino, st.st_mtime_ns)
-        except OSError:
-            stamp = None
-        if stamp is not None and stamp == self._stamp:
+        # while the folder is as it was last listed, its files are too: only the live
+        # publishers' processes need a look
+        if self._stamp.unchanged(directory):
             for pid, written in list(self._live.items()):
                 if not self._is_live(pid, written):
                     del self._live[pid]
                     self._finished[pid] = written
             return set(self._live)
-        listed_at = time.time_ns()
+        self._stamp.listing()
         prefix, suffix = loader_state.FILE_PREFIX, ".json"
         try:
             with os.scandir(directory) as it:
@@ -99,8 +92,6 @@ class LivePublishers:
         for gone in set(self._finished) - present:
             del self._finished[gone]
         self._live = live
-        settled = stamp is not None and listed_at - stamp[2] >= self.SETTLED_NS
-        self._stamp = stamp if settled else None
         return set(live)
 
 
