@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diskinfo import tarstream
 from diskinfo.pack import pack
 from diskinfo.tarstream import ShardError, tar_members
 
@@ -340,3 +341,81 @@ def fuzz_dir(factory: pytest.TempPathFactory) -> Path:
     if not _FUZZ_DIR:
         _FUZZ_DIR.append(factory.mktemp("fuzz"))
     return _FUZZ_DIR[0]
+
+
+# runs of members against one member at a time ---------------------------------------------
+
+
+@contextlib.contextmanager
+def one_at_a_time() -> Iterator[None]:
+    """The reader as it is without numpy: every header parsed and checked on its own."""
+    saved = tarstream._numpy
+    tarstream._numpy = lambda: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        tarstream._numpy = saved
+
+
+def outcome_of(path: Path, keep: Callable[[str], bool] | None) -> object:
+    try:
+        return list(tar_members(path, keep))
+    except ShardError as exc:
+        return f"ShardError: {exc}"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.sampled_from(["pack", "ustar", "gnu", "pax"]),
+    ops=st.lists(mutation, min_size=0, max_size=4),
+    labels_only=st.booleans(),
+)
+def test_runs_read_what_one_at_a_time_reads(
+    tmp_path_factory: pytest.TempPathFactory,
+    shards: dict[str, bytes],
+    seed: str,
+    ops: list[tuple],
+    labels_only: bool,
+) -> None:
+    """The same members, or the same error at the same byte, with a header's every field
+    lying: a run takes only what the member-by-member reader would take as it is."""
+    path = fuzz_dir(tmp_path_factory) / "runs.tar"
+    path.write_bytes(mutate(shards[seed], ops))
+    keep = (lambda name: name.endswith(".cls")) if labels_only else None
+    in_runs = outcome_of(path, keep)
+    with one_at_a_time():
+        assert outcome_of(path, keep) == in_runs
+
+
+def test_a_packed_shard_is_read_in_runs(
+    tmp_path: Path, shards: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shard of `diskinfo pack` (and of tarfile, short names) goes in runs: the header by
+    header reader sees only its end-of-archive block. Members bigger than one read (4 MiB)
+    and a read ending inside a member are taken up by the next run or read alone."""
+    calls: list[int] = []
+    one = tarstream._Reader.member
+
+    def counted(self: tarstream._Reader, keep: Callable[[str], bool] | None) -> object:
+        calls.append(self.offset)
+        return one(self, keep)
+
+    monkeypatch.setattr(tarstream._Reader, "member", counted)
+    path = write(tmp_path / "pack.tar", shards["pack"])
+    assert len(list(tar_members(path))) == 16 and len(calls) == 1
+
+    rng = random.Random(5)
+    sizes = [700, 3 * MiB, 5 * MiB, 100, 4 * MiB - 512, 4 * MiB - 1024, 1]
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for i, size in enumerate(sizes):
+            info = tarfile.TarInfo(f"big/{i:02d}.bin")
+            info.size = size
+            tar.addfile(info, io.BytesIO(rng.randbytes(size)))
+    path = write(tmp_path / "big.tar", out.getvalue())
+    calls.clear()
+    got = list(tar_members(path))
+    assert [len(d) for _, d in got] == sizes  # type: ignore[arg-type]
+    with tarfile.open(path) as tar:
+        assert got == [(m.name, tar.extractfile(m).read()) for m in tar]  # type: ignore[union-attr]
+    assert len(calls) == 2  # the 5 MiB member, and the end
