@@ -46,25 +46,25 @@ Sample = dict[str, Any]
 def split_name(name: str) -> tuple[str, str]:
     """'cat/0001.seg.png' -> ('cat/0001', 'seg.png'): the key ends at the basename's first dot,
     as in webdataset's base_plus_ext."""
-    head, _, base = name.rpartition("/")
-    stem, _, ext = base.partition(".")
-    return (f"{head}/{stem}" if head else stem), ext.lower()
+    dot = name.find(".", name.rfind("/") + 1)
+    return (name, "") if dot < 0 else (name[:dot], name[dot + 1 :].lower())
 
 
 def read_shard(path: str | Path, only: Sequence[str] | None = None) -> Iterator[Sample]:
     """One sequential pass over a tar: consecutive members with one key form one sample.
     `only`: the extensions whose bytes are read; the others' are skipped, not read."""
     keep = None if only is None else (lambda name: split_name(name)[1] in only)
+    url = str(path)
     current: Sample | None = None
+    current_key = None
     for name, data in tar_members(path, keep):
         key, ext = split_name(name)
-        if current is not None and current["__key__"] != key:
-            yield current
-            current = None
-        if current is None:
-            current = {"__key__": key, "__url__": str(path)}
+        if key != current_key:
+            if current is not None:
+                yield current
+            current, current_key = {"__key__": key, "__url__": url}, key
         if data is not None:
-            current[ext] = data
+            current[ext] = data  # type: ignore[index]
     if current is not None:
         yield current
 
@@ -205,14 +205,18 @@ class ShardDataset(torch.utils.data.IterableDataset, ShardStream):
         stream = self.stream(epoch, rank, world, worker, workers, self._samples)
         # a resumed pass replays the same stream, untransformed, up to where it stopped
         self._position = {**where, "epoch": epoch, "yielded": skip}
-        return self._yield(itertools.islice(stream, skip, None), self._position)
+        if skip:
+            stream = itertools.islice(stream, skip, None)
+        return self._yield(stream, self._position)
 
     def _yield(self, stream: Iterator[Sample], position: dict[str, int]) -> Iterator[Any]:
         """Counts a sample before handing it out: the state is taken while this generator
         waits at the yield, after the batch's last sample has gone."""
+        transform, yielded = self.transform, position["yielded"]
         for sample in stream:
-            position["yielded"] += 1
-            yield sample if self.transform is None else self.transform(sample)
+            yielded += 1
+            position["yielded"] = yielded
+            yield sample if transform is None else transform(sample)
 
     def state_dict(self) -> dict[str, int]:
         """Where this reader stands in its pass, for torchdata's StatefulDataLoader: it asks
