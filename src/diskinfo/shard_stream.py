@@ -55,8 +55,8 @@ class ShardStream:
 
     def _read(self, order: list[int], me: int, consumers: int, read: Reader) -> Iterator[Any]:
         if len(order) >= consumers:
-            return (s for i in order[me::consumers] for s in read(i))
-        every = (s for i in order for s in read(i))
+            return itertools.chain.from_iterable(map(read, order[me::consumers]))
+        every = itertools.chain.from_iterable(map(read, order))
         return (s for n, s in enumerate(every) if n % consumers == me)
 
     def stream(
@@ -90,17 +90,18 @@ def buffer_shuffle(samples: Iterator[T], size: int, rng: random.Random) -> Itera
     the stream; starts after _INITIAL samples (or `size` when smaller), drains at the end."""
     buf: list[T] = []
     start = min(_INITIAL, size)
+    randrange = rng.randrange
     for sample in samples:
         buf.append(sample)
-        if len(buf) < size:
+        held = len(buf)
+        if held < size:
             buf.extend(itertools.islice(samples, 1))  # fill twice as fast as it empties
-        if len(buf) >= start:
-            yield _pick(buf, rng)
+            held = len(buf)
+        if held >= start:  # hand out a random one: swapped to the end, popped
+            k = randrange(held)
+            buf[k], buf[-1] = buf[-1], buf[k]
+            yield buf.pop()
     while buf:
-        yield _pick(buf, rng)
-
-
-def _pick(buf: list[T], rng: random.Random) -> T:
-    k = rng.randrange(len(buf))
-    buf[k], buf[-1] = buf[-1], buf[k]
-    return buf.pop()
+        k = randrange(len(buf))
+        buf[k], buf[-1] = buf[-1], buf[k]
+        yield buf.pop()
