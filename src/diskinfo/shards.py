@@ -35,7 +35,8 @@ from diskinfo import shardlist
 from diskinfo.shard_stream import SHUFFLE_BUFFER, ShardStream
 from diskinfo.shard_stream import buffer_shuffle as buffer_shuffle  # re-exported
 from diskinfo.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
-from diskinfo.tarstream import tar_members
+from diskinfo.tarstream import tar_members as tar_members  # re-exported
+from diskinfo.tarstream import tar_runs
 
 if TYPE_CHECKING:
     from diskinfo.shard_mixing import Mixing
@@ -57,14 +58,15 @@ def read_shard(path: str | Path, only: Sequence[str] | None = None) -> Iterator[
     url = str(path)
     current: Sample | None = None
     current_key = None
-    for name, data in tar_members(path, keep):
-        key, ext = split_name(name)
-        if key != current_key:
-            if current is not None:
-                yield current
-            current, current_key = {"__key__": key, "__url__": url}, key
-        if data is not None:
-            current[ext] = data  # type: ignore[index]
+    for run in tar_runs(path, keep):
+        for name, data in run:
+            key, ext = split_name(name)
+            if key != current_key:
+                if current is not None:
+                    yield current
+                current, current_key = {"__key__": key, "__url__": url}, key
+            if data is not None:
+                current[ext] = data  # type: ignore[index]
     if current is not None:
         yield current
 

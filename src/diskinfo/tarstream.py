@@ -34,7 +34,7 @@ import io
 import os
 import re
 import zlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import IO
@@ -65,6 +65,16 @@ def tar_members(
     `path`, GNU `L`) and pax `size` are honoured; headers are checksummed; gzipped tars
     (`.tar.gz`, `.tgz`, webdataset's TarWriter(compress=True)) are known by their magic bytes,
     whatever their name."""
+    for run in tar_runs(path, keep):
+        yield from run
+
+
+def tar_runs(
+    path: str | Path, keep: Callable[[str], bool] | None = None
+) -> Iterator[list[tuple[str, bytes | None]]]:
+    """`tar_members` a list at a time: the members of one read (one member where the tar is
+    read member by member). A sample's reader loops over a list instead of resuming a
+    generator per member."""
     with open(path, "rb", buffering=_BUFFER) as raw:
         gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
         reader = _Reader(path, gzipped, None if gzipped else os.fstat(raw.fileno()).st_size)
@@ -131,18 +141,23 @@ class _Reader:
             raise self.error(f"truncated in {what}", self.offset + size - left)
         self.offset += size
 
-    def members(self, keep: Callable[[str], bool] | None) -> Iterator[tuple[str, bytes | None]]:
+    def members(
+        self, keep: Callable[[str], bool] | None
+    ) -> Iterator[list[tuple[str, bytes | None]]]:
         while True:
             if self.runs:
                 yield from self.bulk(keep)
-            if (yield from self.member(keep)):
+            got, end = self.member(keep)
+            if got:
+                yield got
+            if end:
                 return
 
     def member(
         self, keep: Callable[[str], bool] | None
-    ) -> Generator[tuple[str, bytes | None], None, bool]:
-        """The next member and the pax or GNU headers before it, one header at a time; True
-        at the end of the archive."""
+    ) -> tuple[list[tuple[str, bytes | None]], bool]:
+        """The next member (none for a directory, link or device) and the pax or GNU headers
+        before it, one header at a time; and whether the archive ended there."""
         long_name: str | None = None
         pax_size: int | None = None
         while True:
@@ -153,7 +168,7 @@ class _Reader:
                 raise self.error(f"truncated {cut}: no end-of-archive block", start + len(header))
             self.offset += BLOCK
             if header.count(0) == BLOCK:
-                return True  # end of archive; what follows (a second zero block...) is not read
+                return [], True  # end of archive; a second zero block, padding: not read
             if not _checksum_ok(header):
                 raise self.error("not a tar file or a damaged header", start)
             kind = header[156:157]
@@ -167,8 +182,7 @@ class _Reader:
             name = (long_name or _ustar_name(header)) if kind in _FILE_TYPES else ""
             if keep is not None and kind in _FILE_TYPES and not keep(name):
                 self.skip(size + -size % BLOCK, "a member's data")
-                yield name, None
-                return False
+                return [(name, None)], False
             data = self.read(size, "a member's data")
             if size % BLOCK:
                 self.read(BLOCK - size % BLOCK, "a member's padding")
@@ -178,11 +192,10 @@ class _Reader:
             elif kind == b"L":
                 long_name = data.rstrip(b"\0").decode("utf-8", "surrogateescape")
             elif not meta:  # the member the pax and long-name headers before it describe
-                if kind in _FILE_TYPES:  # directories, links and devices hold no sample bytes
-                    yield name, data
-                return False
+                # directories, links and devices hold no sample bytes
+                return ([(name, data)] if kind in _FILE_TYPES else []), False
 
-    def bulk(self, keep: Callable[[str], bool] | None) -> Iterator[tuple[str, bytes | None]]:
+    def bulk(self, keep: Callable[[str], bool] | None) -> Iterator[list[tuple[str, bytes | None]]]:
         """Runs of plain members from one read each, until a member that `member` must read:
         a pax or GNU header, a link or directory, an odd field, the end (or a cut), or one
         bigger than a read. Called between members, with no pax or long name pending."""
@@ -213,15 +226,18 @@ class _Reader:
             else:
                 filled = True
             good, lengths = _plain(buf, starts)
+            run: list[tuple[str, bytes | None]] = []
             for start, size, length in zip(starts[:good], sizes, lengths, strict=False):
                 if length < 0:  # a ustar prefix: the name is prefix/name
                     name = _ustar_name(buf[start : start + BLOCK])
                 else:
                     name = buf[start : start + length].decode("utf-8", "surrogateescape")
                 if keep is not None and not keep(name):
-                    yield name, None
+                    run.append((name, None))
                 else:
-                    yield name, buf[start + BLOCK : start + BLOCK + size]
+                    run.append((name, buf[start + BLOCK : start + BLOCK + size]))
+            if run:
+                yield run
             self.offset += starts[good] if good < len(starts) else at
             if good < len(starts) or not filled or not starts or want < _RUN:
                 fh.seek(self.offset)
