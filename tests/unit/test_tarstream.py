@@ -279,6 +279,11 @@ mutation = st.one_of(
 )
 
 
+# every fuzz test: 400 inputs, each from one of the `shards` fixture's real shards
+FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SEEDS = st.sampled_from(["pack", "ustar", "gnu", "pax"])
+
+
 def mutate(data: bytes, ops: list[tuple]) -> bytes:
     """Each op on a header block keeps its checksum right, so the parser behind the
     checksum sees the lie; a "byte" op may land anywhere and break it, as a disk would."""
@@ -301,9 +306,9 @@ def mutate(data: bytes, ops: list[tuple]) -> bytes:
     return bytes(buf)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@FUZZ
 @given(
-    seed=st.sampled_from(["pack", "ustar", "gnu", "pax"]),
+    seed=SEEDS,
     ops=st.lists(mutation, min_size=1, max_size=4),
     wrap=st.sampled_from(["plain", "gzip", "gzip-damaged"]),
     damage=st.tuples(st.integers(0, 1 << 16), st.integers(1, 255)),
@@ -364,9 +369,9 @@ def outcome_of(path: Path, keep: Callable[[str], bool] | None) -> object:
         return f"ShardError: {exc}"
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@FUZZ
 @given(
-    seed=st.sampled_from(["pack", "ustar", "gnu", "pax"]),
+    seed=SEEDS,
     ops=st.lists(mutation, min_size=0, max_size=4),
     labels_only=st.booleans(),
 )
