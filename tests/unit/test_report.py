@@ -135,6 +135,51 @@ def test_top_fix_prefers_input_bound_time() -> None:
     assert summarise([before_run()[3]]).top_fix == "speed up the step"
 
 
+DEMO_FIX = "num_workers 0 -> 2: loading and the step take turns in the training process"
+STEP_FIX = "speed up the step"
+
+
+def cpu_bound(at: float, workers: int, fix: str = DEMO_FIX) -> IntervalRecord:
+    rec = interval(at, 5.0, "input-bound: cpu", [fix], r_s=10, rmb_s=1.0, wait=2.5,
+                   step=2.5, batches=50, gpu=None)  # fmt: skip
+    assert rec.loader is not None
+    rec.loader.num_workers = workers
+    return rec
+
+
+def step_bound(at: float, workers: int) -> IntervalRecord:
+    rec = interval(at, 5.0, "compute-bound", [STEP_FIX], r_s=10, rmb_s=1.0, wait=0.4,
+                   step=4.6, batches=130, gpu=None)  # fmt: skip
+    assert rec.loader is not None
+    rec.loader.num_workers = workers
+    return rec
+
+
+def test_a_workers_fix_the_run_then_applied_is_not_the_top_fix() -> None:
+    """The demo applies the fix it is given (num_workers 0 -> 2) and ends compute-bound: its
+    [Run] line and report still named num_workers 0 -> 2 as the first fix to try. A workers
+    fix advised only under other settings than the run's last, which have the workers it
+    named, is left out; the held verdict outlasting the change by an interval is no advice."""
+    demo = [cpu_bound(5 * i, 0) for i in range(4)] + [cpu_bound(20, 2)]  # held past the change
+    demo += [step_bound(25 + 5 * i, 2) for i in range(3)]
+    assert summarise(demo).top_fix == STEP_FIX
+    # still input-bound at 2 workers, and advised anew there: the fix for now comes first
+    again = cpu_bound(40, 2, "num_workers 2 -> 4: 2.0 of 4 cores are busy loading")
+    assert summarise([*demo, again]).top_fix == again.verdict.fixes[0]  # type: ignore[union-attr]
+    # the settings never changed: the input-bound fix stays first, as before
+    assert summarise([cpu_bound(5 * i, 0) for i in range(4)] + [step_bound(20, 0)]).top_fix == (
+        DEMO_FIX
+    )
+
+
+def test_a_validation_loader_ending_the_run_does_not_apply_a_workers_fix() -> None:
+    """Training at 4 workers was advised 4 -> 8; the run ends in a wrapped validation loader at
+    2 workers. Other settings, but not the fix: it stays the first to try."""
+    fix = "num_workers 4 -> 8: 4.0 of 8 cores are busy loading"
+    train = [cpu_bound(5 * i, 4, fix) for i in range(4)]
+    assert summarise([*train, step_bound(20, 2), step_bound(25, 2)]).top_fix == fix
+
+
 def test_report_one_run_prints_summary_and_writes_png(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,6 +8,7 @@ measurement can settle (the best num_workers, prefetch_factor) points to `diskin
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -92,6 +93,16 @@ def workers_fix(s: Signals) -> str | None:
     now = str(current) if current is not None else "?"
     each = f" in each of the {ranks} training processes" if ranks > 1 else ""
     return f"num_workers {now} -> {suggest}{each}: {load}"
+
+
+_WORKERS_TARGET = re.compile(r"num_workers (?:\d+|\?) -> (\d+)")
+
+
+def workers_target(fix: str) -> int | None:
+    """N of a `workers_fix` ("num_workers W -> N: ..."), read where it is written; None for
+    any other fix."""
+    found = _WORKERS_TARGET.match(fix)
+    return int(found.group(1)) if found else None
 
 
 def preload_fix(s: Signals) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from diskinfo.analyse.fixes import longer_fix, wrap_fix
-from diskinfo.record import NO_VERDICT, IntervalRecord, Verdict, VerdictName
+from diskinfo.analyse.fixes import longer_fix, workers_target, wrap_fix
+from diskinfo.record import NO_VERDICT, IntervalRecord, LoaderFigures, Verdict, VerdictName
 
 # a measured run of at most this many intervals, none judged (unknown, then idle once the
 # command ended), ended before it could be judged: the loop's first interval is start-up
@@ -17,12 +17,29 @@ def verdict_of(record: IntervalRecord) -> str:
     return record.verdict.verdict if record.verdict is not None else NO_VERDICT
 
 
+Setup = tuple[int | None, bool | None, bool | None, int | None]
+
+
+def loader_setup(loader: LoaderFigures | None) -> Setup | None:
+    """The DataLoader settings the loop published, None where it published none."""
+    if loader is None or loader.num_workers is None:
+        return None
+    return loader.num_workers, loader.pin_memory, loader.persistent_workers, loader.prefetch_factor
+
+
 class VerdictTally:
     """Seconds per held verdict, and per (verdict, its first fix)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self._fixes: dict[tuple[str, str], float] = defaultdict(float)
+        # the DataLoader settings each fix was advised under (where a stretch of it began:
+        # a held verdict outlasts the change that ends it by an interval or two), and the
+        # run's last settings
+        self._setups: dict[tuple[str, str], set[Setup]] = defaultdict(set)
+        self._setup: Setup | None = None
+        self._stretch: tuple[str, str] | None = None
+        self._placed = False  # the stretch's settings are noted
         self.total_s = 0.0
         # a training command ran, but nothing measured its loop: neither loop figures nor a GPU
         self._trained = self._measured = False
@@ -36,8 +53,16 @@ class VerdictTally:
         self._intervals += 1
         self._interval_s = max(self._interval_s, record.elapsed_s)
         self.seconds[v.verdict if v is not None else NO_VERDICT] += record.elapsed_s
-        if v is not None and v.fixes:
-            self._fixes[(v.verdict, v.fixes[0])] += record.elapsed_s
+        setup = loader_setup(record.loader)
+        self._setup = setup or self._setup
+        key = (v.verdict, v.fixes[0]) if v is not None and v.fixes else None
+        if key != self._stretch:
+            self._stretch, self._placed = key, False
+        if key is not None:
+            self._fixes[key] += record.elapsed_s
+            if setup is not None and not self._placed:
+                self._setups[key].add(setup)
+                self._placed = True
         self._trained = self._trained or bool(record.procs)
         self._measured = self._measured or record.loader is not None or bool(record.gpus)
         self._not_iterated = max(self._not_iterated, record.wrapped_not_iterated)
@@ -50,12 +75,17 @@ class VerdictTally:
 
     def top_fix(self) -> tuple[str, str] | None:
         """(verdict, fix): the fix held longest, an input-bound one first (that is what
-        costs GPU time). A run too short for the monitor's "wrap it" hint, with a training
-        command that nothing measured, gets that hint here: after the run nothing else
-        could be judged; a measured run that ended before its loop's second interval is told
-        to run longer. None when there is no fix to name."""
-        inputs = {k: t for k, t in self._fixes.items() if VerdictName.is_input_bound(k[0])}
-        pool = inputs or self._fixes
+        costs GPU time). A num_workers fix the run then applied is left out: advised only
+        under other DataLoader settings than the run's last, which have at least the workers
+        it named (the demo applies num_workers 0 -> 2 and ends compute-bound). A validation
+        loader with fewer workers, ending the run, does not count as applying it. A run too short
+        for the monitor's "wrap it" hint, with a training command that nothing measured,
+        gets that hint here: after the run nothing else could be judged; a measured run
+        that ended before its loop's second interval is told to run longer. None when there
+        is no fix to name."""
+        current = {k: t for k, t in self._fixes.items() if not self._outdated(k)}
+        inputs = {k: t for k, t in current.items() if VerdictName.is_input_bound(k[0])}
+        pool = inputs or current
         if pool:
             return max(pool, key=lambda k: (pool[k], k))
         if self._trained and not self._measured:
@@ -69,3 +99,16 @@ class VerdictTally:
         ):
             return VerdictName.UNKNOWN, longer_fix(self._interval_s)
         return None
+
+    def _outdated(self, key: tuple[str, str]) -> bool:
+        """An input-bound num_workers fix the run's last DataLoader settings have applied."""
+        setups, target, last = self._setups.get(key), workers_target(key[1]), self._setup
+        return (
+            VerdictName.is_input_bound(key[0])
+            and target is not None
+            and bool(setups)
+            and last is not None
+            and last not in setups
+            and last[0] is not None
+            and last[0] >= target
+        )
