@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from diskinfo.analyse.fixes import longer_fix, workers_target, wrap_fix
-from diskinfo.record import NO_VERDICT, IntervalRecord, LoaderFigures, Verdict, VerdictName
+from diskinfo.record import NO_VERDICT, IntervalRecord, Verdict, VerdictName
 
 # a measured run of at most this many intervals, none judged (unknown, then idle once the
 # command ended), ended before it could be judged: the loop's first interval is start-up
@@ -17,29 +17,19 @@ def verdict_of(record: IntervalRecord) -> str:
     return record.verdict.verdict if record.verdict is not None else NO_VERDICT
 
 
-Setup = tuple[int | None, bool | None, bool | None, int | None]
-
-
-def loader_setup(loader: LoaderFigures | None) -> Setup | None:
-    """The DataLoader settings the loop published, None where it published none."""
-    if loader is None or loader.num_workers is None:
-        return None
-    return loader.num_workers, loader.pin_memory, loader.persistent_workers, loader.prefetch_factor
-
-
 class VerdictTally:
     """Seconds per held verdict, and per (verdict, its first fix)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self._fixes: dict[tuple[str, str], float] = defaultdict(float)
-        # the DataLoader settings each fix was advised under (where a stretch of it began:
+        # the DataLoader num_workers each fix was advised under (where a stretch of it began:
         # a held verdict outlasts the change that ends it by an interval or two), and the
-        # run's last settings
-        self._setups: dict[tuple[str, str], set[Setup]] = defaultdict(set)
-        self._setup: Setup | None = None
+        # run's last; only a num_workers fix is ever found applied, so that is all it takes
+        self._workers: dict[tuple[str, str], set[int]] = defaultdict(set)
+        self._last_workers: int | None = None
         self._stretch: tuple[str, str] | None = None
-        self._placed = False  # the stretch's settings are noted
+        self._placed = False  # the stretch's num_workers is noted
         self.total_s = 0.0
         # a training command ran, but nothing measured its loop: neither loop figures nor a GPU
         self._trained = self._measured = False
@@ -53,15 +43,16 @@ class VerdictTally:
         self._intervals += 1
         self._interval_s = max(self._interval_s, record.elapsed_s)
         self.seconds[v.verdict if v is not None else NO_VERDICT] += record.elapsed_s
-        setup = loader_setup(record.loader)
-        self._setup = setup or self._setup
+        workers = record.loader.num_workers if record.loader is not None else None
+        if workers is not None:
+            self._last_workers = workers
         key = (v.verdict, v.fixes[0]) if v is not None and v.fixes else None
         if key != self._stretch:
             self._stretch, self._placed = key, False
         if key is not None:
             self._fixes[key] += record.elapsed_s
-            if setup is not None and not self._placed:
-                self._setups[key].add(setup)
+            if workers is not None and not self._placed:
+                self._workers[key].add(workers)
                 self._placed = True
         self._trained = self._trained or bool(record.procs)
         self._measured = self._measured or record.loader is not None or bool(record.gpus)
@@ -76,7 +67,7 @@ class VerdictTally:
     def top_fix(self) -> tuple[str, str] | None:
         """(verdict, fix): the fix held longest, an input-bound one first (that is what
         costs GPU time). A num_workers fix the run then applied is left out: advised only
-        under other DataLoader settings than the run's last, which have at least the workers
+        at other num_workers than the run's last DataLoader, which has at least the workers
         it named (the demo applies num_workers 0 -> 2 and ends compute-bound). A validation
         loader with fewer workers, ending the run, does not count as applying it. A run too short
         for the monitor's "wrap it" hint, with a training command that nothing measured,
@@ -101,14 +92,14 @@ class VerdictTally:
         return None
 
     def _outdated(self, key: tuple[str, str]) -> bool:
-        """An input-bound num_workers fix the run's last DataLoader settings have applied."""
-        setups, target, last = self._setups.get(key), workers_target(key[1]), self._setup
+        """An input-bound num_workers fix the run's last DataLoader has applied: advised only
+        at other num_workers, and the last has at least the workers it named."""
+        advised, target, last = self._workers.get(key), workers_target(key[1]), self._last_workers
         return (
             VerdictName.is_input_bound(key[0])
             and target is not None
-            and bool(setups)
+            and bool(advised)
             and last is not None
-            and last not in setups
-            and last[0] is not None
-            and last[0] >= target
+            and last not in advised
+            and last >= target
         )
