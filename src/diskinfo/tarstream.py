@@ -34,7 +34,7 @@ import io
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import IO
@@ -72,10 +72,11 @@ def tar_members(
 
 def tar_runs(
     path: str | Path, keep: Callable[[str], bool] | None = None
-) -> Iterator[list[tuple[str, bytes | None]]]:
-    """`tar_members` a list at a time: the members of one read (one member where the tar is
-    read member by member). A sample's reader loops over a list instead of resuming a
-    generator per member."""
+) -> Iterator[Iterable[tuple[str, bytes | None]]]:
+    """`tar_members` a run at a time: the members of one read (one member where the tar is
+    read member by member), to be iterated once before the next run. A sample's reader
+    loops over a run instead of resuming a generator per member; a run of a read is a zip
+    of its names and bytes, whose loop makes no tuple per member."""
     with open(path, "rb", buffering=_BUFFER) as raw:
         gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
         reader = _Reader(path, gzipped, None if gzipped else os.fstat(raw.fileno()).st_size)
@@ -146,7 +147,7 @@ class _Reader:
 
     def members(
         self, keep: Callable[[str], bool] | None
-    ) -> Iterator[list[tuple[str, bytes | None]]]:
+    ) -> Iterator[Iterable[tuple[str, bytes | None]]]:
         plain = True  # the member read last had no pax or GNU header: runs may follow
         while True:
             if self.runs and plain:
@@ -202,7 +203,9 @@ class _Reader:
                 # directories, links and devices hold no sample bytes
                 return ([(name, data)] if kind in _FILE_TYPES else []), False, plain
 
-    def bulk(self, keep: Callable[[str], bool] | None) -> Iterator[list[tuple[str, bytes | None]]]:
+    def bulk(
+        self, keep: Callable[[str], bool] | None
+    ) -> Iterator[Iterable[tuple[str, bytes | None]]]:
         """Runs of plain members from one read each, until a member that `member` must read:
         a pax or GNU header, a link or directory, an odd field, the end (or a cut), or one
         bigger than a read. Called between members, with no pax or long name pending.
@@ -242,22 +245,23 @@ class _Reader:
                 at = following
             else:
                 filled = True
-            good, lengths = _plain(buf, end, starts)
-            run: list[tuple[str, bytes | None]] = []
-            for start, size, length in zip(starts[:good], sizes, lengths, strict=False):
-                if length < 0:  # a ustar prefix: the name is prefix/name
-                    name = _ustar_name(bytes(buf[start : start + BLOCK]))
-                else:
-                    name = buf[start : start + length].decode("utf-8", "surrogateescape")
-                if keep is not None and not keep(name):
-                    run.append((name, None))
-                else:
-                    run.append((name, view[start + BLOCK : start + BLOCK + size].tobytes()))
-            if run:
+            good, names = _plain(buf, end, starts)
+            starts_all, starts, sizes = starts, starts[:good], sizes[:good]
+            run: Iterable[tuple[str, bytes | None]]
+            if keep is None:
+                run = zip(names, _slices(view, starts, sizes), strict=True)
+            else:
+                run = [
+                    (name, view[start + BLOCK : start + BLOCK + size].tobytes())
+                    if keep(name)
+                    else (name, None)
+                    for name, start, size in zip(names, starts, sizes, strict=True)
+                ]
+            if names:
                 yield run
-            taken = starts[good] if good < len(starts) else at
+            taken = starts_all[good] if good < len(starts_all) else at
             self.offset += taken
-            if filled and good == len(starts):  # the read ran out before the plain members
+            if filled and good == len(starts_all):  # the read ran out before the plain members
                 self._run = min(_RUN, 2 * self._run)
                 if starts and not last:
                     continue
@@ -324,12 +328,12 @@ def _numpy() -> ModuleType | None:
 _OCTAL_6 = [8**k for k in range(5, -1, -1)]
 
 
-def _plain(buf: bytearray, end: int, starts: list[int]) -> tuple[int, list[int]]:
+def _plain(buf: bytearray, end: int, starts: list[int]) -> tuple[int, list[str]]:
     """How many of the headers at `starts` (block-aligned offsets in `buf[:end]`), from the first,
     `member` would take as they are: checksum right, size and checksum fields written as
     tarfile writes them (11 octal digits, then NUL or space; 6 digits, NUL, space), so that
-    the values read without those checks are theirs. And the length of each name field up to
-    its NUL, -1 where a ustar prefix comes before it. Checked together: one numpy pass."""
+    the values read without those checks are theirs. And the names of those members, as
+    `member` reads them. Checked together: one numpy pass, one decode."""
     if not starts:
         return 0, []
     np = _numpy()
@@ -342,14 +346,29 @@ def _plain(buf: bytearray, end: int, starts: list[int]) -> tuple[int, list[int]]
     ok &= (size[:, 11] == 0) | (size[:, 11] == 32)
     ok &= ((digits >= 0) & (digits <= 7)).all(1) & (chk[:, 6] == 0) & (chk[:, 7] == 32)
     stored = digits @ np.asarray(_OCTAL_6)
-    ok &= heads.sum(1, dtype=np.int64) - chk.sum(1, dtype=np.int64) + 256 == stored
+    # a byte sum of 256 bytes fits 16 bits: two of those cost half of one sum in 64 bits
+    total = heads.reshape(-1, 2, BLOCK // 2).sum(2, dtype=np.uint16).sum(1, dtype=np.int64)
+    ok &= total - chk.sum(1, dtype=np.int64) + 256 == stored
     bad = np.flatnonzero(~ok)
-    names = heads[:, :100] == 0
-    lengths = np.where(names.any(1), names.argmax(1), 100)
+    good = int(bad[0]) if bad.size else len(starts)
+    heads = heads[:good]
+    # numpy drops a bytes field's trailing NULs; one decode for all: UTF-8 decodes the same
+    # apart, and the names hold no NUL to split on but where one ends before its field does
+    names = np.ascontiguousarray(heads[:, :100]).view("S100").ravel().tolist()
+    joined = b"\0".join(names)
+    if joined.count(0) != len(names) - 1:  # bytes after a name's NUL: the name ends there
+        joined = b"\0".join(name.split(b"\0", 1)[0] for name in names)
+    decoded = joined.decode("utf-8", "surrogateescape").split("\0") if good else []
     ustar = (heads[:, 257:262] == np.frombuffer(b"ustar", np.uint8)).all(1)
-    prefixed = ustar & (heads[:, 345] != 0)
-    lengths[prefixed] = -1
-    return (int(bad[0]) if bad.size else len(starts)), lengths.tolist()
+    for i in np.flatnonzero(ustar & (heads[:, 345] != 0)).tolist():  # prefix/name
+        decoded[i] = _ustar_name(heads[i].tobytes())
+    return good, decoded
+
+
+def _slices(view: memoryview, starts: list[int], sizes: list[int]) -> list[bytes]:
+    return [
+        view[at + BLOCK : at + BLOCK + n].tobytes() for at, n in zip(starts, sizes, strict=True)
+    ]
 
 
 def _checksum_ok(header: bytes) -> bool:
