@@ -60,14 +60,13 @@ def read_shard(path: str | Path, only: Sequence[str] | None = None) -> Iterator[
     current_key = None
     for run in tar_runs(path, keep):
         for name, data in run:
-            dot = name.find(".", name.rfind("/") + 1)  # split_name, inline: a call a member
-            key = name if dot < 0 else name[:dot]  # was a tenth of the time a sample took
+            key, ext = split_name(name)
             if key != current_key:
                 if current is not None:
                     yield current
                 current, current_key = {"__key__": key, "__url__": url}, key
             if data is not None:
-                current["" if dot < 0 else name[dot + 1 :].lower()] = data  # type: ignore[index]
+                current[ext] = data  # type: ignore[index]
     if current is not None:
         yield current
 

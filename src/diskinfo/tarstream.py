@@ -351,6 +351,8 @@ def _plain(buf: bytearray, end: int, starts: list[int]) -> tuple[int, list[str]]
     ok &= total - chk.sum(1, dtype=np.int64) + 256 == stored
     bad = np.flatnonzero(~ok)
     good = int(bad[0]) if bad.size else len(starts)
+    if not good:
+        return 0, []
     heads = heads[:good]
     # numpy drops a bytes field's trailing NULs; one decode for all: UTF-8 decodes the same
     # apart, and the names hold no NUL to split on but where one ends before its field does
@@ -358,7 +360,7 @@ def _plain(buf: bytearray, end: int, starts: list[int]) -> tuple[int, list[str]]
     joined = b"\0".join(names)
     if joined.count(0) != len(names) - 1:  # bytes after a name's NUL: the name ends there
         joined = b"\0".join(name.split(b"\0", 1)[0] for name in names)
-    decoded = joined.decode("utf-8", "surrogateescape").split("\0") if good else []
+    decoded = joined.decode("utf-8", "surrogateescape").split("\0")
     ustar = (heads[:, 257:262] == np.frombuffer(b"ustar", np.uint8)).all(1)
     for i in np.flatnonzero(ustar & (heads[:, 345] != 0)).tolist():  # prefix/name
         decoded[i] = _ustar_name(heads[i].tobytes())
