@@ -698,7 +698,11 @@ def render(everything: dict, path: Path) -> None:
         "data's disk (emulated request-limited storage, as in shards.md). Pairs: "
         "`writer+reader`; `wds` is webdataset's `ShardWriter`, `mds` streaming's `MDSWriter`. "
         "litdata and MDS files are read only by their own readers; both tar readers read both "
-        "tar writers' shards.",
+        "tar writers' shards. What a sample's payload is differs: `ShardDataset`, WebDataset "
+        "and streaming hand out bytes (copied out of the file), litdata a `memoryview` into "
+        "its mapped chunk (no copy, and not bytes: `json.loads`, `.decode()` and pickling "
+        "refuse it); the per-sample work takes only the payload's length, so litdata never "
+        "reads its payloads' bytes.",
         "",
         "mosaicml-streaming 0.13 is imported as `streaming.base` (the package's `__init__` "
         "imports `streaming.vision`, and so torchvision, whose PyPI wheel is linked against "
