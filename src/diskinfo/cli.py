@@ -220,6 +220,13 @@ def build_parser() -> OneLineParser:
     order.add_argument(
         "--no-shuffle", action="store_true", help="keep samples in key order (class by class)"
     )
+    p.add_argument(
+        "--labels",
+        choices=("member", "key"),
+        default="member",
+        help="where a sample's class goes: a .cls member, as webdataset reads it (default); "
+        "key: only its folder in the key, ShardDataset gives cls from it (smaller, faster)",
+    )
     p.add_argument("--force", action="store_true", help="overwrite a pack already in DEST")
     progress_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.pack"))

@@ -75,7 +75,8 @@ def shard_labels(
     ds: ShardStream, label: str = "cls", deadline: float | None = None
 ) -> list[list[Hashable]]:
     """Each shard's `label` members in stored order (None for a sample without one), read
-    once for several `mixing` calls: only those members' bytes are read. TimeoutError when
+    once for several `mixing` calls: only those members' bytes are read (none, for the
+    `cls` of a pack made with `--labels key`: it is in the keys). TimeoutError when
     the monotonic clock passes `deadline` (a large set on slow storage: every tar header)."""
     from diskinfo.shards import read_shard  # torch: not for a caller that has the labels
 
@@ -83,7 +84,7 @@ def shard_labels(
     for path in ds.shards:
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"reading the {label!r} members took too long")
-        out.append([s.get(label) for s in read_shard(path, only=(label,))])
+        out.append([s.get(label) for s in read_shard(path, (label,), ds.classes)])
     return out
 
 

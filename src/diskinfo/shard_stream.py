@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -28,6 +28,8 @@ class ShardStream:
     epoch: int
     passes: int
     world_size: int | None
+    # a pack made with `--labels key`: class folder -> `cls` bytes (`shards.class_values`)
+    classes: Mapping[str, bytes] | None = None
 
     def _order(self, epoch: int) -> list[int]:
         order = list(range(len(self.shards)))

@@ -17,7 +17,8 @@ epoch, so no rank waits at the epoch's end for a batch another rank never sends.
 next sample.
 
 Samples are dicts the way `webdataset` yields them: `__key__`, `__url__` and one bytes value
-per member extension ("jpg", "json", "cls").
+per member extension ("jpg", "json", "cls"). A pack made with `--labels key` has no `cls`
+members: its samples get the same `cls` from the key's class folder and the manifest.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ from __future__ import annotations
 import itertools
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch.utils.data
 
 from diskinfo import shardlist
+from diskinfo.pack.plan import LABEL_KEY
+from diskinfo.pack.scan import label_bytes
 from diskinfo.shard_stream import SHUFFLE_BUFFER, ShardStream
 from diskinfo.shard_stream import buffer_shuffle as buffer_shuffle  # re-exported
 from diskinfo.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
@@ -51,9 +54,15 @@ def split_name(name: str) -> tuple[str, str]:
     return (name, "") if dot < 0 else (name[:dot], name[dot + 1 :].lower())
 
 
-def read_shard(path: str | Path, only: Sequence[str] | None = None) -> Iterator[Sample]:
+def read_shard(
+    path: str | Path,
+    only: Sequence[str] | None = None,
+    classes: Mapping[str, bytes] | None = None,
+) -> Iterator[Sample]:
     """One sequential pass over a tar: consecutive members with one key form one sample.
-    `only`: the extensions whose bytes are read; the others' are skipped, not read."""
+    `only`: the extensions whose bytes are read; the others' are skipped, not read.
+    `classes`: a pack made with `--labels key` (no `cls` members): each sample's `cls` is
+    the value of its key's top folder, the bytes a `cls` member would have held."""
     keep = None if only is None else (lambda name: split_name(name)[1] in only)
     url = str(path)
     current: Sample | None = None
@@ -65,10 +74,30 @@ def read_shard(path: str | Path, only: Sequence[str] | None = None) -> Iterator[
                 if current is not None:
                     yield current
                 current, current_key = {"__key__": key, "__url__": url}, key
+                if classes is not None:
+                    current["cls"] = _class_of(key, classes, url)
             if data is not None:
                 current[ext] = data  # type: ignore[index]
     if current is not None:
         yield current
+
+
+def _class_of(key: str, classes: Mapping[str, bytes], url: str) -> bytes:
+    try:
+        return classes[key[: key.index("/")]]
+    except (KeyError, ValueError):
+        raise ShardError(
+            f"{url}: sample {key} is in no class folder the manifest lists "
+            "(a pack made with --labels key keeps the class in the key)"
+        ) from None
+
+
+def class_values(manifest: Mapping[str, Any] | None) -> dict[str, bytes] | None:
+    """For a pack made with `--labels key`: each class folder's `cls` value, as the member
+    would have held it (the index in the manifest's sorted `classes`); None otherwise."""
+    if manifest is None or manifest.get("labels") != LABEL_KEY or not manifest.get("classes"):
+        return None
+    return {name: label_bytes(i) for i, name in enumerate(manifest["classes"])}
 
 
 def dist_initialized() -> bool:
@@ -121,6 +150,7 @@ class ShardDataset(torch.utils.data.IterableDataset, ShardStream):
         super().__init__()
         self.counts: list[int] | None = None
         self.shards, manifest = shardlist.resolve(source)
+        self.classes = class_values(manifest)
         self.samples: int | None = None
         if manifest is not None:
             self.samples = manifest["samples"]
@@ -172,7 +202,7 @@ class ShardDataset(torch.utils.data.IterableDataset, ShardStream):
         self._begun, self._epoch_given = True, False
 
     def _samples(self, index: int) -> Iterator[Sample]:
-        return read_shard(self.shards[index])
+        return read_shard(self.shards[index], classes=self.classes)
 
     def mixing(self, batch_size: int, num_workers: int = 0, label: str = "cls") -> Mixing:
         """Distinct classes per batch that this dataset's DataLoader (`batch_size`,

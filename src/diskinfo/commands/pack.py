@@ -20,6 +20,7 @@ def run(args: argparse.Namespace) -> int:
             readers=args.readers,
             shard_size=args.shard_size,
             shuffle_seed=None if args.no_shuffle else args.shuffle_seed,
+            labels=args.labels,
             force=args.force,
             progress=args.progress,
         )
@@ -31,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         return interrupted_exit(exc)
     classes = manifest["classes"]
     kinds = f", {counted(len(classes), 'class', 'classes')}" if classes else ""
+    if classes and manifest.get("labels") == "key":
+        kinds += " (in the keys: no .cls members)"
     shards = manifest["shards"]
     low, high = manifest["samples_per_shard"]
     each = counted(low, "sample") if low == high else f"{low}-{high} samples"

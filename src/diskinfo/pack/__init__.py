@@ -25,6 +25,7 @@ import sys
 import time
 from array import array
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -32,7 +33,15 @@ from diskinfo.errors import UserError
 from diskinfo.fileio import fsync_dir, make_dirs, opened_dir, read_regular, write_atomic
 from diskinfo.pack.access import Owner, source_owner
 from diskinfo.pack.mix import predict
-from diskinfo.pack.plan import FORMAT, Layout, fingerprint, shard_count, shuffled
+from diskinfo.pack.plan import (
+    FORMAT,
+    LABEL_MEMBER,
+    LABELS,
+    Layout,
+    fingerprint,
+    shard_count,
+    shuffled,
+)
 from diskinfo.pack.progress import Progress
 from diskinfo.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
 from diskinfo.pack.shard import shard_name, verify, write_shard
@@ -42,6 +51,7 @@ from diskinfo.units import format_size
 __all__ = [
     "DEFAULT_SEED",
     "FORMAT",
+    "LABELS",
     "MANIFEST",
     "STATE",
     "Member",
@@ -105,8 +115,9 @@ def prepare_dest(dest: Path, plan_id: str, force: bool, say: Callable[[str], Non
             state = {}
         if state.get("fingerprint") != plan_id:
             raise UserError(
-                f"{dest} holds an interrupted pack of other input (SRC, the shard count or "
-                "the shuffle seed changed); re-run it unchanged, or use --force to start over"
+                f"{dest} holds an interrupted pack of other input (SRC, the shard count, the "
+                "shuffle seed or --labels changed); re-run it unchanged, or use --force to "
+                "start over"
             )
         for name in names:
             if name.endswith(".tmp") and name.startswith((".shard-", f".{STATE}.")):
@@ -128,21 +139,27 @@ def pack(
     readers: int | None = None,
     shard_size: int | None = None,
     shuffle_seed: int | None = DEFAULT_SEED,
+    labels: str = LABEL_MEMBER,
     force: bool = False,
     progress: bool | None = None,
     stream: TextIO | None = None,
 ) -> dict[str, Any]:
     """Pack SRC into DEST and return the manifest (also written to DEST/manifest.json).
     At most one of shards/readers/shard_size (see `plan.shard_count`); shuffle_seed None
-    keeps the samples in key order. progress None: a bar only when `stream` (default
+    keeps the samples in key order. labels: "member" writes each sample's class as a `cls`
+    member, as webdataset reads it; "key" leaves it in the key's folder alone, for
+    ShardDataset to give (`plan.LABELS`). progress None: a bar only when `stream` (default
     stderr) is a terminal."""
+    if labels not in LABELS:
+        raise UserError(f"--labels must be one of {', '.join(LABELS)}, got {labels!r}")
     src, dest = Path(src), Path(dest)
     out = stream or sys.stderr
     check_paths(src, dest)
     owner = source_owner(src)  # run as root: SRC's owner bounds what is read (pack.access)
     count_by = {"shards": shards, "readers": readers, "shard_size": shard_size}
     with scan(src, dest, owner, _room(dest)) as found:
-        return _pack(src, dest, found, owner, shuffle_seed, force, out, progress, count_by)
+        run = _Run(shuffle_seed, labels, force, progress, count_by)
+        return _pack(src, dest, found, owner, out, run)
 
 
 def _room(dest: Path) -> Path:
@@ -153,38 +170,45 @@ def _room(dest: Path) -> Path:
     return dest
 
 
-def _layout(found: Scan, seed: int | None, count_by: dict[str, Any]) -> tuple[Layout, str]:
+@dataclass(frozen=True)
+class _Run:
+    """The arguments that shape the shards, apart from where they come from and go."""
+
+    shuffle_seed: int | None
+    labels: str
+    force: bool
+    progress: bool | None
+    count_by: dict[str, Any]
+
+    @property
+    def label_member(self) -> bool:
+        return self.labels == LABEL_MEMBER
+
+
+def _layout(found: Scan, run: _Run) -> tuple[Layout, str]:
     """The shuffle and the shard count (`plan`), and the rule that chose the count."""
     n = len(found.samples)
-    order, place = shuffled(n, seed)
+    order, place = shuffled(n, run.shuffle_seed)
 
     def tar_sizes() -> array[int]:
         sizes = array("q", bytes(8 * n))
         for i, sample in enumerate(found.samples):
-            sizes[place[i]] = tar_size(sample)
+            sizes[place[i]] = tar_size(sample, run.label_member)
         return sizes
 
-    count, rule = shard_count(n, found.nbytes, tar_sizes=tar_sizes, **count_by)
+    count, rule = shard_count(n, found.nbytes, tar_sizes=tar_sizes, **run.count_by)
     return Layout(order, place, count), rule
 
 
 def _pack(
-    src: Path,
-    dest: Path,
-    found: Scan,
-    owner: Owner | None,
-    shuffle_seed: int | None,
-    force: bool,
-    out: TextIO,
-    progress: bool | None,
-    count_by: dict[str, Any],
+    src: Path, dest: Path, found: Scan, owner: Owner | None, out: TextIO, run: _Run
 ) -> dict[str, Any]:
     n, total = len(found.samples), found.nbytes
-    layout, rule = _layout(found, shuffle_seed, count_by)
+    layout, rule = _layout(found, run)
     count = layout.count
-    plan_id = fingerprint(found.digest, count, shuffle_seed)
-    state = prepare_dest(dest, plan_id, force, lambda line: print(line, file=out))
-    bar = Progress(n, total, out, progress)
+    plan_id = fingerprint(found.digest, count, run.shuffle_seed, run.labels)
+    state = prepare_dest(dest, plan_id, run.force, lambda line: print(line, file=out))
+    bar = Progress(n, total, out, run.progress)
     # per shard its bytes (the bar skips finished ones) and, by position, the labels the
     # batch-mix prediction runs on: 4 bytes per sample, the samples stay on disk
     shard_bytes = [0] * count
@@ -210,11 +234,11 @@ def _pack(
         names = list(todo)
         for start in range(0, len(names), OPEN_SPILLS):
             window = {name: todo[name] for name in names[start : start + OPEN_SPILLS]}
-            _write_window(dest, window, found, layout, owner, state, records, bar)
-        settings = {"rule": rule, **count_by, "bytes": total}
+            _write_window(dest, window, found, layout, owner, state, records, bar, run)
+        settings = {"rule": rule, **run.count_by, "bytes": total, "labels": run.labels}
         paths = [dest / shard_name(i) for i in range(count)]
         settings["mixing"] = predict(paths, layout.bounds, labels, layout.order)
-        manifest = _manifest(src, found, [r for r in records if r], settings, shuffle_seed)
+        manifest = _manifest(src, found, [r for r in records if r], settings, run.shuffle_seed)
         write_json_atomic(dest / MANIFEST, manifest)
         (dest / STATE).unlink()
         fsync_dir(dest)
@@ -243,6 +267,7 @@ def _write_window(
     state: dict[str, Any],
     records: list[dict[str, Any] | None],
     bar: Progress,
+    run: _Run,
 ) -> None:
     """Read these shards' files once in disk order (`spill`), then write each shard from its
     spill, recording it in the state file as soon as it is in place."""
@@ -251,7 +276,7 @@ def _write_window(
         spills = spill_shards(dir_fd, shards, found.samples, layout, owner, dest, advance)
         try:
             for name, index in shards.items():
-                record = write_shard(dest, name, None, owner, spills[name])
+                record = write_shard(dest, name, None, owner, spills[name], run.label_member)
                 spills.pop(name).remove()
                 records[index] = record
                 state["done"][name] = record
@@ -277,6 +302,7 @@ def _manifest(
         "samples": len(found.samples),
         "bytes": settings["bytes"],
         "classes": found.classes,
+        "labels": settings["labels"],
         "class_counts": found.class_counts,
         "extensions": found.extensions,
         "order": "sorted by key" if seed is None else "shuffled",

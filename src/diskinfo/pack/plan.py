@@ -37,6 +37,10 @@ from diskinfo.pack.scan import BLOCK
 from diskinfo.units import counted, format_given
 
 FORMAT = "diskinfo.pack/1"
+# where a sample's class goes (`--labels`): a `cls` member, as webdataset reads it; or only
+# the key's folder ("cat/0001"), which ShardDataset maps to the same `cls` from the manifest
+LABEL_MEMBER, LABEL_KEY = "member", "key"
+LABELS = (LABEL_MEMBER, LABEL_KEY)
 DEFAULT_SHARDS = 64
 SHARDS_PER_READER = 4
 MAX_SHARD_BYTES = 2**30
@@ -149,7 +153,11 @@ def _fewest_within(sizes: Sequence[int], shard_size: int) -> int:
     return count
 
 
-def fingerprint(samples: str, count: int, seed: int | None) -> str:
+def fingerprint(samples: str, count: int, seed: int | None, labels: str = LABEL_MEMBER) -> str:
     """Identifies the plan: a resume is allowed only when SRC and the arguments are unchanged.
-    `samples`: the scan's digest of every sample (`scan.Scan.digest`)."""
-    return hashlib.sha256(json.dumps([FORMAT, count, seed, samples]).encode()).hexdigest()
+    `samples`: the scan's digest of every sample (`scan.Scan.digest`). The default `labels`
+    adds nothing, so a pack interrupted before `--labels` existed still resumes."""
+    plan: list[object] = [FORMAT, count, seed, samples]
+    if labels != LABEL_MEMBER:
+        plan.append(labels)
+    return hashlib.sha256(json.dumps(plan).encode()).hexdigest()

@@ -4,7 +4,8 @@
   `0001.jpg` + `0001.json` -> key `0001`, members `0001.jpg` and `0001.json`;
 - ImageFolder layout (every sample below a top-level directory): that directory is the class,
   and each sample gets a `cls` member with the class index (sorted names, as torchvision's
-  ImageFolder numbers them); files directly in SRC: no classes. Files beside the class
+  ImageFolder numbers them; `--labels key`: no member, the key's folder is the class); files
+  directly in SRC: no classes. Files beside the class
   directories (labels.csv, README.md) are left out and counted, as ImageFolder leaves them
   out, unless one is of a kind the classes hold (a `.jpg` beside class directories of
   `.jpg`s): that would be a sample without a class, an error;
@@ -104,11 +105,12 @@ def label_bytes(label: int) -> bytes:
     return str(label).encode()
 
 
-def tar_size(sample: Sample) -> int:
-    """Bytes the sample takes in a tar: one header per member plus data padded to 512."""
+def tar_size(sample: Sample, label_member: bool = True) -> int:
+    """Bytes the sample takes in a tar: one header per member plus data padded to 512.
+    `label_member`: the class goes in as a `cls` member (`--labels member`)."""
     total = 0
     parts = [(f"{sample.key}.{m.ext}", m.size) for m in sample.members]
-    if sample.label is not None:
+    if sample.label is not None and label_member:
         parts.append((f"{sample.key}.cls", len(label_bytes(sample.label))))
     for name, size in parts:
         long_name = len(name.encode()) > 100 or not name.isascii()

@@ -54,10 +54,10 @@ def entry_header(name: str, size: int, mtime: int) -> bytes:
     return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
 
 
-def _entries(sample: Sample) -> Iterator[tuple[int, str, Member | None]]:
+def _entries(sample: Sample, label_member: bool) -> Iterator[tuple[int, str, Member | None]]:
     for k, m in enumerate(sample.members):
         yield k, f"{sample.key}.{m.ext}", m
-    if sample.label is not None:
+    if sample.label is not None and label_member:
         yield -1, f"{sample.key}.cls", None
 
 
@@ -109,11 +109,14 @@ def write_shard(
     samples: Iterable[Sample] | None,
     owner: Owner | None = None,
     spilled: Spill | None = None,
+    label_member: bool = True,
 ) -> dict[str, Any]:
     """Write, fsync, read back from the device, rename. On any failure the temporary file is
     removed. `owner`: SRC's owner, whose read access bounds a root pack (`access`). The
     samples and their bytes come from `spilled` (`spill`: SRC read in disk order) or,
-    without it, the bytes of `samples` from SRC itself in the shard's order."""
+    without it, the bytes of `samples` from SRC itself in the shard's order. `label_member`:
+    a labelled sample gets its `cls` member (`--labels member`); without it the class is
+    only the key's folder (`--labels key`)."""
     if spilled is not None:
         samples = spilled.samples()
     assert samples is not None
@@ -125,7 +128,7 @@ def write_shard(
                 if (ids := owner_of(dir_fd)) is not None:
                     os.fchown(fd, *ids)
                 os.fchmod(fd, 0o644)
-                written = _write_tar(raw, seen, owner, spilled)
+                written = _write_tar(raw, seen, owner, spilled, label_member)
                 raw.flush()
                 os.fsync(fd)
                 # clean pages after fsync: dropping them makes the check below read the device
@@ -174,7 +177,11 @@ class _Seen:
 
 
 def _write_tar(
-    raw: BinaryIO, samples: Iterable[Sample], owner: Owner | None, spilled: Spill | None
+    raw: BinaryIO,
+    samples: Iterable[Sample],
+    owner: Owner | None,
+    spilled: Spill | None,
+    label_member: bool,
 ) -> Any:
     """The tar, as tarfile's PAX format lays it out; returns the sha256 of what was written."""
     digest = hashlib.sha256()
@@ -187,7 +194,7 @@ def _write_tar(
         nbytes += len(data)
 
     for position, sample in enumerate(samples):
-        for k, entry, member in _entries(sample):
+        for k, entry, member in _entries(sample, label_member):
             if member is None:
                 data = label_bytes(sample.label or 0)
                 put(entry_header(entry, len(data), max(m.mtime for m in sample.members)))

@@ -1,0 +1,154 @@
+"""`diskinfo pack --labels key`: the class stays in each sample's key instead of a `.cls`
+member, and ShardDataset gives the same `cls` from the manifest. On 1-8 kB samples the member
+is a third of the shard's bytes and half its tar headers; the samples a training loop sees
+must not change."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from diskinfo import cli
+from diskinfo import pack as packmod
+from diskinfo.errors import UserError
+from diskinfo.pack import STATE, pack, read_manifest
+from diskinfo.pack.plan import FORMAT, fingerprint
+from diskinfo.shard_mixing import shard_labels
+from diskinfo.shards import ShardDataset, ShardError, read_shard
+from tests.helpers.cli import one_line_error
+from tests.unit.test_pack import image_folder
+
+
+def plain(sample: dict) -> dict:
+    return {k: v for k, v in sample.items() if k != "__url__"}
+
+
+def test_key_labels_give_the_samples_the_member_gives(tmp_path: Path) -> None:
+    image_folder(tmp_path / "src", {"cat": 30, "dog": 20, "emu": 25})
+    member = pack(tmp_path / "src", tmp_path / "member", shards=4)
+    key = pack(tmp_path / "src", tmp_path / "key", shards=4, labels="key")
+    assert member["labels"] == "member" and key["labels"] == "key"
+    assert key["classes"] == ["cat", "dog", "emu"] and key["mixing"] == member["mixing"]
+    for a, b in zip(member["shards"], key["shards"], strict=True):
+        assert (a["samples"], a["first_key"], a["last_key"]) == (
+            b["samples"],
+            b["first_key"],
+            b["last_key"],
+        )
+        assert b["bytes"] < a["bytes"]  # a header and a padded block less per sample
+        names = tarfile.open(tmp_path / "key" / b["name"]).getnames()
+        assert names and not any(n.endswith(".cls") for n in names)
+    for train in (False, True):
+        want = [plain(s) for s in ShardDataset(tmp_path / "member", train=train)]
+        got = [plain(s) for s in ShardDataset(tmp_path / "key", train=train)]
+        assert got == want and len(got) == 75
+    assert {s["cls"] for s in want} == {b"0", b"1", b"2"}
+    # what tune and ShardDataset.mixing read: the labels, without reading a member's bytes
+    assert shard_labels(ShardDataset(tmp_path / "key")) == shard_labels(
+        ShardDataset(tmp_path / "member")
+    )
+    assert ShardDataset(tmp_path / "key").mixing(8, 2) == ShardDataset(tmp_path / "member").mixing(
+        8, 2
+    )
+
+
+def test_key_label_shards_are_deterministic_tars(tmp_path: Path) -> None:
+    """The same bytes every run, and what tarfile writes for the same members: webdataset
+    reads them (its `cls` then has to come from `__key__`, as docs/shards.md shows)."""
+    image_folder(tmp_path / "src", {"a": 4, "b": 3})
+    one = pack(tmp_path / "src", tmp_path / "one", shuffle_seed=None, labels="key")
+    two = pack(tmp_path / "src", tmp_path / "two", shuffle_seed=None, labels="key")
+    assert [s["sha256"] for s in one["shards"]] == [s["sha256"] for s in two["shards"]]
+    expected = io.BytesIO()
+    with tarfile.open(fileobj=expected, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for sample in packmod.scan(tmp_path / "src").samples:
+            for m in sample.members:
+                info = tarfile.TarInfo(f"{sample.key}.{m.ext}")
+                info.size, info.mtime, info.mode, info.uname, info.gname = (
+                    m.size,
+                    m.mtime,
+                    0o644,
+                    "",
+                    "",
+                )
+                tar.addfile(info, io.BytesIO(Path(m.path).read_bytes()))
+    shard = (tmp_path / "one" / "shard-000000.tar").read_bytes()
+    assert shard == expected.getvalue()
+    assert hashlib.sha256(shard).hexdigest() == one["shards"][0]["sha256"]
+    # the tars alone, without the manifest: samples as they are, no `cls`
+    tars = sorted(str(p) for p in (tmp_path / "one").glob("shard-*.tar"))
+    assert all("cls" not in s for s in ShardDataset(tars, train=False))
+
+
+def test_key_labels_with_shard_size_count_the_smaller_tars(tmp_path: Path) -> None:
+    image_folder(tmp_path / "src", {"a": 40, "b": 40})
+    member = pack(tmp_path / "src", tmp_path / "member", shard_size=60_000)
+    key = pack(tmp_path / "src", tmp_path / "key", shard_size=60_000, labels="key")
+    assert all(s["bytes"] <= 60_000 for s in key["shards"])
+    assert len(key["shards"]) <= len(member["shards"])
+
+
+def test_resume_needs_the_same_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    image_folder(tmp_path / "src", {"a": 40, "b": 20})
+    real = packmod.write_shard
+    calls: list[str] = []
+
+    def interrupted(dest: Path, name: str, *args: object) -> dict:
+        calls.append(name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(dest, name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(packmod, "write_shard", interrupted)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        pack(tmp_path / "src", out, shards=6, labels="key")
+    monkeypatch.setattr(packmod, "write_shard", real)
+    assert (out / STATE).exists()
+    with pytest.raises(UserError, match="--labels changed"):
+        pack(tmp_path / "src", out, shards=6)  # the default, member: other shards
+    manifest = pack(tmp_path / "src", out, shards=6, labels="key")
+    fresh = pack(tmp_path / "src", tmp_path / "fresh", shards=6, labels="key")
+    assert [s["sha256"] for s in manifest["shards"]] == [s["sha256"] for s in fresh["shards"]]
+    assert read_manifest(out)["labels"] == "key"
+
+
+def test_the_default_plan_keeps_its_fingerprint() -> None:
+    """A pack interrupted before --labels existed resumes: the default adds nothing."""
+    digest = "ab" * 32
+    old = hashlib.sha256(json.dumps([FORMAT, 8, 0, digest]).encode()).hexdigest()
+    assert fingerprint(digest, 8, 0) == old == fingerprint(digest, 8, 0, "member")
+    assert fingerprint(digest, 8, 0, "key") != old
+
+
+def test_cli_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    image_folder(tmp_path / "src", {"a": 3, "b": 2})
+    argv = ["pack", "--labels", "key", str(tmp_path / "src"), str(tmp_path / "out")]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "packed 5 samples, 2 classes (in the keys: no .cls members), shuffled" in out, out
+    err = one_line_error(["pack", "--labels", "folder", str(tmp_path / "src"), "x"], capsys)
+    assert "--labels" in err and "member" in err and "key" in err
+    with pytest.raises(UserError, match="--labels must be one of member, key"):
+        pack(tmp_path / "src", tmp_path / "api", labels="name")
+
+
+def test_a_key_outside_the_classes_is_a_shard_error(tmp_path: Path) -> None:
+    """A tar added by hand to a key-labelled pack: one ShardError line, not a KeyError."""
+    path = tmp_path / "odd.tar"
+    with tarfile.open(path, "w") as tar:
+        for name in ("a/0001.jpg", "zebra/0002.jpg", "loose.jpg"):
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"x"))
+    samples = read_shard(path, classes={"a": b"0"})
+    assert next(samples)["cls"] == b"0"
+    with pytest.raises(ShardError, match="sample zebra/0002 is in no class folder"):
+        next(samples)
+    with pytest.raises(ShardError, match="sample loose is in no class folder"):
+        list(read_shard(path, only=("cls",), classes={"zebra": b"1", "a": b"0"}))
