@@ -7,7 +7,8 @@
 
 (from the repository's root, with the peers installed: `pip install -e '.[bench]'`.)
 
-Writers: `diskinfo pack` (its defaults), webdataset's `ShardWriter`, litdata's `optimize`,
+Writers: `diskinfo pack` (its defaults; `pack-key`: with `--labels key`, the class in each
+sample's key instead of a `.cls` member), webdataset's `ShardWriter`, litdata's `optimize`,
 mosaicml-streaming's `MDSWriter`. Readers: `ShardDataset`, webdataset's `WebDataset`, litdata's
 `StreamingDataset`, streaming's `StreamingDataset`, each with its training shuffle. Every
 (writer, reader) pair the formats allow is read: both tar readers read both tar writers'
@@ -50,20 +51,22 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 BATCH = 32
-WRITERS = ("pack", "wds-keyorder", "webdataset", "litdata", "streaming")
+WRITERS = ("pack", "pack-key", "wds-keyorder", "webdataset", "litdata", "streaming")
+PACKS = {"pack": [], "pack-key": ["--labels", "key"]}  # writer -> `diskinfo pack` options
 PEER_WRITERS = ("webdataset", "litdata", "streaming")
 # wds-keyorder: ShardWriter over the files in key order (class by class), timed only: the
 # fastest a tar writer can read the tree, but its shards hold whole classes (not read here)
 # pair name -> (writer, reader)
 PAIRS = {
     "pack+ShardDataset": ("pack", "ShardDataset"),
+    "pack-key+ShardDataset": ("pack-key", "ShardDataset"),
     "pack+WebDataset": ("pack", "WebDataset"),
     "wds+WebDataset": ("webdataset", "WebDataset"),
     "wds+ShardDataset": ("webdataset", "ShardDataset"),
     "litdata+litdata": ("litdata", "litdata"),
     "mds+streaming": ("streaming", "streaming"),
 }
-OURS = "pack+ShardDataset"
+OURS = ("pack+ShardDataset", "pack-key+ShardDataset")
 
 
 @dataclass(frozen=True)
@@ -132,12 +135,12 @@ def source_items(src: Path, shuffle: bool = True) -> list[tuple[str, int]]:
 
 
 def convert(writer: str, src: Path, dest: Path, per_shard: int) -> dict:
-    if writer == "pack":
+    if writer in PACKS:
         from diskinfo.cli import main as diskinfo_main
 
         go()
         start = time.monotonic()
-        if diskinfo_main(["pack", str(src), str(dest)]) not in (0, None):
+        if diskinfo_main(["pack", *PACKS[writer], str(src), str(dest)]) not in (0, None):
             raise SystemExit("pack failed")
     elif writer in ("webdataset", "wds-keyorder"):
         import webdataset as wds
@@ -177,7 +180,7 @@ def build_loader(writer: str, reader: str, data: Path, workers: int) -> Any:
     if reader == "ShardDataset":
         from diskinfo.shards import ShardDataset
 
-        source = out if writer == "pack" else sorted(glob.glob(str(out / "*.tar")))
+        source = out if writer in PACKS else sorted(glob.glob(str(out / "*.tar")))
         dataset = ShardDataset(source, transform=reduce_sample)
         return torch.utils.data.DataLoader(dataset, batch_size=BATCH, num_workers=workers)
     if reader == "WebDataset":
@@ -432,7 +435,7 @@ def run_set(name: str, args: argparse.Namespace, resolved_for: Any) -> dict:
         for writer in args.writers:
             try:
                 free = shutil.disk_usage(data).free
-                if free < copy * (2 if writer == "pack" else 1) + 1e9:  # pack: and its spill
+                if free < copy * (2 if writer in PACKS else 1) + 1e9:  # pack: and its spill
                     raise RuntimeError(f"not run: {free / 1e9:.1f} GB free on a shared disk")
                 r = run_child(
                     ["convert", writer, str(data / "src"), str(data / writer), str(per_shard)],
@@ -443,8 +446,8 @@ def run_set(name: str, args: argparse.Namespace, resolved_for: Any) -> dict:
                 )
                 r["output_bytes"] = du(data / writer)
                 r["files"] = sum(1 for f in (data / writer).rglob("*") if f.is_file())
-                if writer == "pack":
-                    manifest = json.loads((data / "pack" / "manifest.json").read_text())
+                if writer in PACKS:
+                    manifest = json.loads((data / writer / "manifest.json").read_text())
                     r["shards"] = len(manifest["shards"])
                     r["mixing"] = manifest.get("mixing")
                     per_shard = math.ceil(shape.files / r["shards"])  # webdataset: as many
@@ -560,13 +563,14 @@ def conversion_table(conv: dict, source_bytes: int) -> list[str]:
             f"{c['load']:.1f} |"
         )
     peers = {w: c["seconds"] for w, c in conv.items() if "seconds" in c and w in PEER_WRITERS}
-    if "seconds" in conv.get("pack", {}) and peers:
-        best = min(peers, key=peers.__getitem__)
-        lines += [
-            "",
-            f"pack over the fastest peer writing shuffled shards ({best}): "
-            f"**{conv['pack']['seconds'] / peers[best]:.2f}x** the time.",
-        ]
+    for ours in PACKS:
+        if "seconds" in conv.get(ours, {}) and peers:
+            best = min(peers, key=peers.__getitem__)
+            lines += [
+                "",
+                f"{ours} over the fastest peer writing shuffled shards ({best}): "
+                f"**{conv[ours]['seconds'] / peers[best]:.2f}x** the time.",
+            ]
     return lines
 
 
@@ -589,8 +593,9 @@ def cell_tables(cells: list[dict], shuffled: float) -> list[str]:
 
     head = "| cell | " + " | ".join(pairs) + " |"
     rule = "|---|" + "---:|" * len(pairs)
+    ours = [p for p in OURS if p in pairs]
     lines = [
-        "Samples/s (higher is better); last column: pack+ShardDataset over the best peer.",
+        f"Samples/s (higher is better); last column: {' and '.join(ours)} over the best peer.",
         "",
         head[:-1] + "| ours / best peer |",
         rule + "---|",
@@ -606,9 +611,11 @@ def cell_tables(cells: list[dict], shuffled: float) -> list[str]:
                 n = count[(cap, workers, pair)]
                 row.append(f"{rates[pair]:,.0f}" + (f" ({n})" if n > 1 else ""))
         peers = {p: r for p, r in rates.items() if PAIRS[p][1] != "ShardDataset"}
-        if OURS in rates and peers:
+        mine = [p for p in ours if p in rates]
+        if mine and peers:
             best = max(peers, key=peers.__getitem__)
-            verdict = f"**{rates[OURS] / peers[best]:.2f}x** ({best})"
+            each = [f"**{rates[p] / peers[best]:.2f}x**" for p in mine]
+            verdict = ", ".join(each) + f" ({best})"
         else:
             verdict = "-"
         lines.append(f"| {label(cap, workers)} | " + " | ".join(row) + f" | {verdict} |")
@@ -741,9 +748,12 @@ def render(everything: dict, path: Path) -> None:
                 f"{w} {c['seconds']:.1f} s" for w, c in again.items() if "seconds" in c
             )
             lines += ["", f"Run {i} of the conversions (only these writers): {times}."]
-        mix = (s["conversions"].get("pack") or {}).get("mixing")
-        if mix:
-            lines += ["", f"pack's own prediction (manifest `mixing`): `{json.dumps(mix)}`."]
+        for writer in PACKS:
+            if mix := (s["conversions"].get(writer) or {}).get("mixing"):
+                lines += [
+                    "",
+                    f"{writer}'s own prediction (manifest `mixing`): `{json.dumps(mix)}`.",
+                ]
         if s["cells"]:
             lines += ["", "### Reading", "", *cell_tables(s["cells"], shuffled)]
     lines += ["", "Raw figures: `benchmarks/results/loaders.json`.", "", NOTES]
