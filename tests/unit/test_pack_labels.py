@@ -41,7 +41,8 @@ def test_key_labels_give_the_samples_the_member_gives(tmp_path: Path) -> None:
             b["last_key"],
         )
         assert b["bytes"] < a["bytes"]  # a header and a padded block less per sample
-        names = tarfile.open(tmp_path / "key" / b["name"]).getnames()
+        with tarfile.open(tmp_path / "key" / b["name"]) as tar:
+            names = tar.getnames()
         assert names and not any(n.endswith(".cls") for n in names)
     for train in (False, True):
         want = [plain(s) for s in ShardDataset(tmp_path / "member", train=train)]
@@ -136,6 +137,29 @@ def test_cli_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "--labels" in err and "member" in err and "key" in err
     with pytest.raises(UserError, match="--labels must be one of member, key"):
         pack(tmp_path / "src", tmp_path / "api", labels="name")
+
+
+def test_summary_names_the_option_where_the_members_weigh(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1-6 kB samples: the members are a large share of the shards, so the summary says so;
+    50 kB samples, or a key pack: no such line."""
+    image_folder(tmp_path / "small", {"a": 20, "b": 20})
+    assert cli.main(["pack", str(tmp_path / "small"), str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert "the .cls members are " in out and "`--labels key` leaves them out" in out, out
+    share = int(out.split("the .cls members are ")[1].split("%")[0])
+    total = sum(s["bytes"] for s in read_manifest(tmp_path / "s")["shards"])
+    assert abs(share - 100 * 40 * 1024 / total) < 1
+    argv = ["pack", "--labels", "key", str(tmp_path / "small"), str(tmp_path / "k")]
+    assert cli.main(argv) == 0
+    assert ".cls members are" not in capsys.readouterr().out
+    for name in ("a", "b"):
+        (tmp_path / "large" / name).mkdir(parents=True)
+        for i in range(4):
+            (tmp_path / "large" / name / f"{i}.bin").write_bytes(b"x" * 50_000)
+    assert cli.main(["pack", str(tmp_path / "large"), str(tmp_path / "l")]) == 0
+    assert ".cls members are" not in capsys.readouterr().out
 
 
 def test_a_key_outside_the_classes_is_a_shard_error(tmp_path: Path) -> None:
