@@ -13,6 +13,7 @@ Images (jpg/png/webp) are decoded with Pillow; any other payload is used as raw 
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import os
 import time
@@ -49,18 +50,27 @@ def to_tensor(sample: dict) -> tuple[torch.Tensor, int]:
     return pixels.view(SIZE, SIZE, 3).permute(2, 0, 1).float().div(255), label
 
 
+def class_from_key(sample: dict, classes: dict[str, bytes]) -> dict:
+    """`cls` as the member would have held it: the manifest's index of the key's folder."""
+    return {**sample, "cls": classes[sample["__key__"].split("/", 1)[0]]}
+
+
 def dataset(path: str, reader: str, seed: int):
     if reader == "webdataset":
         import webdataset as wds
 
         from diskinfo.pack import read_manifest
+        from diskinfo.shards import class_values
 
-        urls = [os.path.join(path, s["name"]) for s in read_manifest(path)["shards"]]
-        return (
-            wds.WebDataset(urls, shardshuffle=len(urls), seed=seed, nodesplitter=wds.split_by_node)
-            .shuffle(1000)
-            .map(to_tensor)
-        )
+        manifest = read_manifest(path)
+        urls = [os.path.join(path, s["name"]) for s in manifest["shards"]]
+        data = wds.WebDataset(
+            urls, shardshuffle=len(urls), seed=seed, nodesplitter=wds.split_by_node
+        ).shuffle(1000)
+        classes = class_values(manifest)
+        if classes is not None:  # packed with --labels key: no cls member, the key's folder
+            data = data.map(functools.partial(class_from_key, classes=classes))
+        return data.map(to_tensor)
     from diskinfo.shards import ShardDataset
 
     # training defaults: shard order reshuffled per epoch, a 1,000-sample shuffle buffer;

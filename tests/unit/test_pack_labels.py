@@ -176,3 +176,28 @@ def test_a_key_outside_the_classes_is_a_shard_error(tmp_path: Path) -> None:
         next(samples)
     with pytest.raises(ShardError, match="sample loose is in no class folder"):
         list(read_shard(path, only=("cls",), classes={"zebra": b"1", "a": b"0"}))
+
+
+def test_the_example_s_webdataset_reader_takes_the_class_from_the_key(tmp_path: Path) -> None:
+    """examples/train_shards.py --reader webdataset on a key pack: without the manifest's
+    classes every label would silently be 0."""
+    import importlib.util
+
+    from tests.helpers import ROOT
+
+    spec = importlib.util.spec_from_file_location(
+        "train_shards", ROOT / "examples" / "train_shards.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    for name, count in (("a", 6), ("b", 5), ("c", 4)):  # raw payloads: not decoded as images
+        (tmp_path / "src" / name).mkdir(parents=True)
+        for i in range(count):
+            (tmp_path / "src" / name / f"{i}.bin").write_bytes(bytes([i]) * 100)
+    labels = {}
+    for kind in ("member", "key"):
+        pack(tmp_path / "src", tmp_path / kind, shards=2, labels=kind)
+        found = [label for _, label in example.dataset(str(tmp_path / kind), "webdataset", 0)]
+        labels[kind] = sorted(found)
+    assert labels["key"] == labels["member"] == [0] * 6 + [1] * 5 + [2] * 4
