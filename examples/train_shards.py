@@ -50,9 +50,11 @@ def to_tensor(sample: dict) -> tuple[torch.Tensor, int]:
     return pixels.view(SIZE, SIZE, 3).permute(2, 0, 1).float().div(255), label
 
 
-def class_from_key(sample: dict, classes: dict[str, bytes]) -> dict:
-    """`cls` as the member would have held it: the manifest's index of the key's folder."""
-    return {**sample, "cls": classes[sample["__key__"].split("/", 1)[0]]}
+def with_class(sample: dict, classes: dict[str, bytes]) -> dict:
+    """A module-level function, not a lambda: workers started by spawn pickle the pipeline."""
+    from diskinfo.shards import class_of
+
+    return {**sample, "cls": class_of(sample["__key__"], classes, sample["__url__"])}
 
 
 def dataset(path: str, reader: str, seed: int):
@@ -69,7 +71,7 @@ def dataset(path: str, reader: str, seed: int):
         ).shuffle(1000)
         classes = class_values(manifest)
         if classes is not None:  # packed with --labels key: no cls member, the key's folder
-            data = data.map(functools.partial(class_from_key, classes=classes))
+            data = data.map(functools.partial(with_class, classes=classes))
         return data.map(to_tensor)
     from diskinfo.shards import ShardDataset
 

@@ -75,14 +75,16 @@ def read_shard(
                     yield current
                 current, current_key = {"__key__": key, "__url__": url}, key
                 if classes is not None:
-                    current["cls"] = _class_of(key, classes, url)
+                    current["cls"] = class_of(key, classes, url)
             if data is not None:
                 current[ext] = data  # type: ignore[index]
     if current is not None:
         yield current
 
 
-def _class_of(key: str, classes: Mapping[str, bytes], url: str) -> bytes:
+def class_of(key: str, classes: Mapping[str, bytes], url: str) -> bytes:
+    """The `cls` of a sample of a pack made with `--labels key`: its key's top folder looked up
+    in `class_values`; a key outside them is one ShardError line naming `url`."""
     try:
         return classes[key[: key.index("/")]]
     except (KeyError, ValueError):
