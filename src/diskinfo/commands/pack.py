@@ -8,6 +8,7 @@ import sys
 from diskinfo.errors import interrupted_exit
 from diskinfo.pack import MANIFEST, pack
 from diskinfo.pack.mix import in_words
+from diskinfo.pack.plan import LABEL_KEY, LABEL_MEMBER
 from diskinfo.pack.scan import BLOCK
 from diskinfo.units import counted, format_size
 
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         return interrupted_exit(exc)
     classes = manifest["classes"]
     kinds = f", {counted(len(classes), 'class', 'classes')}" if classes else ""
-    if classes and manifest.get("labels") == "key":
+    if classes and manifest.get("labels") == LABEL_KEY:
         kinds += " (in the keys: no .cls members)"
     shards = manifest["shards"]
     low, high = manifest["samples_per_shard"]
@@ -60,7 +61,7 @@ def label_member_line(manifest: dict) -> str | None:
     """The class members' share of the shards when it is large (small samples: each member
     takes a tar header and a padded block, 1 kB, for a few bytes), so that a user reading
     with ShardDataset learns the option that leaves them out; None otherwise."""
-    if not manifest["classes"] or manifest.get("labels", "member") != "member":
+    if not manifest["classes"] or manifest.get("labels", LABEL_MEMBER) != LABEL_MEMBER:
         return None
     total = sum(s["bytes"] for s in manifest["shards"])
     share = manifest["samples"] * 2 * BLOCK / total if total else 0.0

@@ -172,7 +172,8 @@ def _room(dest: Path) -> Path:
 
 @dataclass(frozen=True)
 class _Run:
-    """The arguments that shape the shards, apart from where they come from and go."""
+    """pack's options, passed down as one: what shapes the shards (seed, labels, the count)
+    and how the run behaves (force, progress)."""
 
     shuffle_seed: int | None
     labels: str
