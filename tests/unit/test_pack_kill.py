@@ -90,18 +90,16 @@ def test_src_is_read_in_inode_order_and_shards_stay_shuffled(
     src = tmp_path / "src"
     tree(src, 10, 40)
     read: list[int] = []
-    real = spillmod.read_source
+    real = spillmod.open_source
 
-    def recorded(member, owner):  # type: ignore[no-untyped-def]
-        read.append(os.stat(member.path).st_ino)
-        return real(member, owner)
+    def recorded(path, owner):  # type: ignore[no-untyped-def]
+        read.append(os.stat(path).st_ino)
+        return real(path, owner)
 
-    monkeypatch.setattr(spillmod, "read_source", recorded)
+    monkeypatch.setattr(spillmod, "open_source", recorded)
     manifest = pack(src, tmp_path / "out", shards=4)
-    # threads read a few files ahead, so calls may swap places within that window
-    place = {ino: i for i, ino in enumerate(sorted(read))}
     assert len(read) == 400
-    assert all(abs(i - place[ino]) <= spillmod.AHEAD_FILES for i, ino in enumerate(read))
+    assert read == sorted(read)  # one thread opens them, in the order they lie on disk
     for entry in manifest["shards"]:
         labels = [s["cls"] for s in read_shard(tmp_path / "out" / entry["name"])]
         assert len(set(labels)) == 10  # every shard a mix of all classes
@@ -124,3 +122,31 @@ def test_a_damaged_spill_is_an_error_not_a_shard(
     with pytest.raises(UserError, match="changed in the spill file"):
         pack(src, tmp_path / "out", shards=2)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [STATE]
+
+
+@pytest.mark.parametrize("change", [b"grown", b""])
+def test_a_file_changed_while_waiting_to_be_read_fails_the_pack_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: bytes
+) -> None:
+    """Files are opened ahead of their turn: one rewritten after it was opened (grown, or
+    emptied) is still judged by what it holds when read, the pack stops with one line, and
+    neither a spill nor an open file is left behind."""
+    src = tmp_path / "src"
+    tree(src, 3, 20)
+    real = spillmod.open_source
+    opened: list[str] = []
+
+    def rewritten(path, owner):  # type: ignore[no-untyped-def]
+        fd = real(path, owner)
+        opened.append(path)
+        if len(opened) == 5:
+            with open(path, "ab" if change else "wb") as handle:
+                handle.write(change)
+        return fd
+
+    monkeypatch.setattr(spillmod, "open_source", rewritten)
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(UserError, match=r"(changed|shrank) while being packed; re-run"):
+        pack(src, tmp_path / "out", shards=2)
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert not [p.name for p in (tmp_path / "out").iterdir() if "spill" in p.name]

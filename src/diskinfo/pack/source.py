@@ -37,19 +37,22 @@ def read_source(member: Member, owner: Owner | None) -> Iterator[bytes]:
     """The member's bytes, exactly `member.size` of them, in chunks of at most CHUNK."""
     fd = open_source(member.path, owner)
     try:
-        if os.fstat(fd).st_size != member.size:
-            raise SourceError(f"{member.path} changed while being packed; re-run to pack it again")
-        left = member.size
-        while left:
-            try:
-                data = os.read(fd, min(CHUNK, left))
-            except OSError as exc:
-                raise SourceError(f"cannot read {member.path}: {exc.strerror}") from None
-            if not data:
-                raise SourceError(
-                    f"{member.path} shrank while being packed; re-run to pack it again"
-                )
-            left -= len(data)
-            yield data
+        yield from read_opened(fd, member)
     finally:
         os.close(fd)
+
+
+def read_opened(fd: int, member: Member) -> Iterator[bytes]:
+    """`read_source` of a file `open_source` opened already; the caller closes `fd`."""
+    if os.fstat(fd).st_size != member.size:
+        raise SourceError(f"{member.path} changed while being packed; re-run to pack it again")
+    left = member.size
+    while left:
+        try:
+            data = os.read(fd, min(CHUNK, left))
+        except OSError as exc:
+            raise SourceError(f"cannot read {member.path}: {exc.strerror}") from None
+        if not data:
+            raise SourceError(f"{member.path} shrank while being packed; re-run to pack it again")
+        left -= len(data)
+        yield data
