@@ -85,3 +85,24 @@ def test_out_of_space_then_resume(tmp_path: Path, small_fs: Path) -> None:
     assert sorted(os.listdir(dest)) == sorted(
         ["manifest.json"] + [s["name"] for s in manifest["shards"]]
     )
+
+
+def test_out_of_space_while_listing_src(tmp_path: Path) -> None:
+    """The list of SRC's files is sorted in temporary files beside DEST before any shard is
+    planned: a disk too full for that is the same one line, not a bare errno."""
+    src = tmp_path / "src"
+    for cls in ("a", "b"):
+        (src / cls).mkdir(parents=True)
+        for i in range(3000):
+            (src / cls / f"{i:05d}-{'x' * 40}.bin").write_bytes(b"")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(mount)], check=True)
+    try:
+        proc = run_pack(src, mount / "shards")
+        assert proc.returncode != 0
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith(f"diskinfo: error: out of disk space in {mount} while")
+        assert os.listdir(mount) == []  # the temporary files have no names; DEST not made
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

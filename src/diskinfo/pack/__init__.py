@@ -157,7 +157,17 @@ def pack(
     check_paths(src, dest)
     owner = source_owner(src)  # run as root: SRC's owner bounds what is read (pack.access)
     count_by = {"shards": shards, "readers": readers, "shard_size": shard_size}
-    with scan(src, dest, owner, _room(dest)) as found:
+    room = _room(dest)
+    try:
+        found = scan(src, dest, owner, room)
+    except OSError as exc:
+        if not _no_space(exc):
+            raise
+        raise UserError(
+            f"out of disk space in {room} while listing SRC: the list of its files is sorted "
+            "in temporary files there, beside DEST; free space and re-run"
+        ) from None
+    with found:
         run = _Run(shuffle_seed, labels, force, progress, count_by)
         return _pack(src, dest, found, owner, out, run)
 
