@@ -7,7 +7,7 @@
 # reported with its number. Host keys are made at the container's first start, never baked
 # into the image. No key at all: sshd stays off and we say how.
 # Reads: NB_USER, NB_UID, NB_GID, NB_HOME, LOG_DIR. Exports: SSHD_ENABLE, SSH_HOST_KEY_DIR.
-SSH_HOST_KEY_DIR=${SSH_HOST_KEY_DIR:-/etc/ssh}
+export SSH_HOST_KEY_DIR=${SSH_HOST_KEY_DIR:-/etc/ssh} # the one default: start-sshd.sh reads it
 ssh_keys_dir=/etc/ssh/authorized_keys.d
 mkdir -p "$ssh_keys_dir" /run/sshd
 chmod 0755 "$ssh_keys_dir"
@@ -50,7 +50,6 @@ if [ -s "$ssh_keys_dir/$NB_USER" ]; then
     key="$SSH_HOST_KEY_DIR/ssh_host_${type}_key"
     [ -s "$key" ] || ssh-keygen -q -t "$type" -N '' -C "" -f "$key"
   done
-  export SSH_HOST_KEY_DIR
   startup_log INFO "sshd: $(wc -l <"$ssh_keys_dir/$NB_USER") key(s) for $NB_USER, port $SSH_PORT;" \
     "host key $(ssh-keygen -l -f "$SSH_HOST_KEY_DIR/ssh_host_ed25519_key.pub" | cut -d' ' -f2)"
 else
