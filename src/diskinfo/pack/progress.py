@@ -5,6 +5,7 @@ uses it too); `Progress` is packing's: samples, bytes, rate and time left."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from diskinfo.units import format_size
@@ -22,12 +23,17 @@ class Bar:
         self._last = time.monotonic()
         self.drawn = False
 
-    def update(self, share: float, text: str, force: bool = False) -> None:
-        """Redraw when due (0.1 s on a terminal, 5 s in a log) or when forced."""
+    def update(self, share: float, text: str | Callable[[], str], force: bool = False) -> None:
+        """Redraw when due (0.1 s on a terminal, 5 s in a log) or when forced. `text` may be
+        a function, called only to draw: a pack advances once per file, and making its text
+        each time cost more than the rest of the advance (600,000 sizes formatted for
+        200,000 files, about a second of a 30-second pack)."""
+        if not self.enabled:
+            return
         now = time.monotonic()
-        if self.enabled and (force or now - self._last >= (0.1 if self.tty else 5.0)):
+        if force or now - self._last >= (0.1 if self.tty else 5.0):
             self._last = now
-            self.draw(share, text)
+            self.draw(share, text() if callable(text) else text)
 
     def draw(self, share: float, text: str) -> None:
         share = min(max(share, 0.0), 1.0)
@@ -60,7 +66,7 @@ class Progress:
         self.done_bytes += nbytes
         if resumed:
             self.skipped_bytes += nbytes
-        self.bar.update(self._share(), self._text())
+        self.bar.update(self._share(), self._text)
 
     def finish(self, complete: bool = True) -> None:
         self.bar.end(complete, self._share(), self._text())
