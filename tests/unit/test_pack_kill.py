@@ -150,3 +150,26 @@ def test_a_file_changed_while_waiting_to_be_read_fails_the_pack_cleanly(
         pack(src, tmp_path / "out", shards=2)
     assert len(os.listdir("/proc/self/fd")) == fds
     assert not [p.name for p in (tmp_path / "out").iterdir() if "spill" in p.name]
+
+
+def test_files_over_a_chunk_go_through_the_spill_whole(tmp_path: Path) -> None:
+    """Files of more than a read (1 MiB) and more than is announced ahead (4 MiB) take the
+    spill's chunked path, beside small ones: every shard holds every file's bytes as SRC
+    does, in the shard's own order."""
+    src = tmp_path / "src"
+    rng = random.Random(9)
+    sizes = [0, 1, 511, 512, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 << 20, (5 << 20) + 7]
+    for c in ("a", "b"):
+        (src / c).mkdir(parents=True)
+        for i, size in enumerate(sizes):
+            (src / c / f"{i:02d}.bin").write_bytes(rng.randbytes(size))
+    manifest = pack(src, tmp_path / "out", shards=2)
+    seen = {}
+    for entry in manifest["shards"]:
+        for sample in read_shard(tmp_path / "out" / entry["name"]):
+            seen[sample["__key__"]] = sample["bin"]
+    assert seen == {
+        f"{c}/{i:02d}": (src / c / f"{i:02d}.bin").read_bytes()
+        for c in ("a", "b")
+        for i in range(len(sizes))
+    }

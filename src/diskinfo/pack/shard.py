@@ -183,15 +183,30 @@ def _write_tar(
     spilled: Spill | None,
     label_member: bool,
 ) -> Any:
-    """The tar, as tarfile's PAX format lays it out; returns the sha256 of what was written."""
+    """The tar, as tarfile's PAX format lays it out; returns the sha256 of what was written.
+    Pieces are gathered up to CHUNK and written and hashed together: a sample of a few kB is
+    four or five pieces (headers, bytes, padding), and a write and a hash update for each
+    cost more than the copy that joins them."""
     digest = hashlib.sha256()
     nbytes = 0
+    pending: list[bytes] = []
+    held = 0
 
     def put(data: bytes) -> None:
-        nonlocal nbytes
-        raw.write(data)
-        digest.update(data)
-        nbytes += len(data)
+        nonlocal held
+        pending.append(data)
+        held += len(data)
+        if held >= CHUNK:
+            flush()
+
+    def flush() -> None:
+        nonlocal held, nbytes
+        block = b"".join(pending)
+        raw.write(block)
+        digest.update(block)
+        nbytes += len(block)
+        pending.clear()
+        held = 0
 
     for position, sample in enumerate(samples):
         for k, entry, member in _entries(sample, label_member):
@@ -211,6 +226,8 @@ def _write_tar(
                 size = member.size
             if size % BLOCK:
                 put(ZEROS[: BLOCK - size % BLOCK])
+    flush()
     end = nbytes + 2 * BLOCK
     put(ZEROS[: 2 * BLOCK + -end % tarfile.RECORDSIZE])
+    flush()
     return digest

@@ -87,12 +87,17 @@ class Spill:
             position, member, members, size, mtime, NO_LABEL if label is None else label,
             len(key_b), len(ext_b),
         )  # fmt: skip
+        tail = key_b + ext_b
+        if size <= CHUNK:  # the common case, in one write: four cost more than the copy
+            data = b"".join(chunks)
+            crc = zlib.crc32(tail, zlib.crc32(data, zlib.crc32(head)))
+            self.out.write(b"".join((head, data, tail, CRC.pack(crc))))
+            return
         self.out.write(head)
         crc = zlib.crc32(head)
         for chunk in chunks:
             self.out.write(chunk)
             crc = zlib.crc32(chunk, crc)
-        tail = key_b + ext_b
         self.out.write(tail)
         self.out.write(CRC.pack(zlib.crc32(tail, crc)))
 
