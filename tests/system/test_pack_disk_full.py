@@ -3,12 +3,14 @@ finished shards intact, and a resume once there is room again."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,15 +21,20 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path):
-    mount = tmp_path / "small"
+@contextlib.contextmanager
+def tmpfs(mount: Path, size: str) -> Iterator[Path]:
     mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], check=True)
     try:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "small", "1m") as mount:
+        yield mount
 
 
 def run_pack(src: Path, dest: Path) -> subprocess.CompletedProcess[str]:
@@ -95,14 +102,9 @@ def test_out_of_space_while_listing_src(tmp_path: Path) -> None:
         (src / cls).mkdir(parents=True)
         for i in range(3000):
             (src / cls / f"{i:05d}-{'x' * 40}.bin").write_bytes(b"")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(mount)], check=True)
-    try:
+    with tmpfs(tmp_path / "tiny", "4k") as mount:
         proc = run_pack(src, mount / "shards")
         assert proc.returncode != 0
         assert proc.stderr.count("\n") == 1, proc.stderr
         assert proc.stderr.startswith(f"diskinfo: error: out of disk space in {mount} while")
         assert os.listdir(mount) == []  # the temporary files have no names; DEST not made
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
