@@ -84,6 +84,25 @@ def resolve(source: str | Path | Sequence[str | Path]) -> tuple[list[str], dict[
     return _existing([text], text), None
 
 
+def manifest_beside(paths: Sequence[str]) -> dict[str, Any] | None:
+    """The manifest of the pack whose shards `paths` are, when they were named one by one or
+    by a pattern (`DEST/*.tar`) rather than by DEST: all in one folder, every one listed in
+    the manifest there. A pack made with `--labels key` keeps the classes there; without
+    them its samples would come without `cls`. None otherwise."""
+    folders = {Path(p).parent for p in paths}
+    if len(folders) != 1 or not (folder := folders.pop()).joinpath(MANIFEST).is_file():
+        return None
+    try:
+        manifest = read_manifest(folder)
+    except UserError:
+        return None
+    listed = manifest.get("shards")
+    names = (
+        {s.get("name") for s in listed if isinstance(s, dict)} if isinstance(listed, list) else ()
+    )
+    return manifest if all(Path(p).name in names for p in paths) else None
+
+
 def _existing(paths: list[str], named_by: str) -> list[str]:
     if not paths:
         raise UserError(f"no shards in {named_by}")

@@ -18,7 +18,8 @@ next sample.
 
 Samples are dicts the way `webdataset` yields them: `__key__`, `__url__` and one bytes value
 per member extension ("jpg", "json", "cls"). A pack made with `--labels key` has no `cls`
-members: its samples get the same `cls` from the key's class folder and the manifest.
+members: its samples get the same `cls` from the key's class folder and the manifest, found
+beside the shards also when they are named by a pattern or a list.
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ class ShardDataset(torch.utils.data.IterableDataset, ShardStream):
         super().__init__()
         self.counts: list[int] | None = None
         self.shards, manifest = shardlist.resolve(source)
-        self.classes = class_values(manifest)
+        self.classes = class_values(manifest or shardlist.manifest_beside(self.shards))
         self.samples: int | None = None
         if manifest is not None:
             self.samples = manifest["samples"]

@@ -81,9 +81,18 @@ def test_key_label_shards_are_deterministic_tars(tmp_path: Path) -> None:
     shard = (tmp_path / "one" / "shard-000000.tar").read_bytes()
     assert shard == expected.getvalue()
     assert hashlib.sha256(shard).hexdigest() == one["shards"][0]["sha256"]
-    # the tars alone, without the manifest: samples as they are, no `cls`
+    # the tars named one by one or by a pattern: the manifest beside them gives `cls`
     tars = sorted(str(p) for p in (tmp_path / "one").glob("shard-*.tar"))
-    assert all("cls" not in s for s in ShardDataset(tars, train=False))
+    want = [s["cls"] for s in ShardDataset(tmp_path / "one", train=False)]
+    assert [s["cls"] for s in ShardDataset(tars, train=False)] == want
+    assert [s["cls"] for s in ShardDataset(str(tmp_path / "one" / "*.tar"), train=False)] == want
+    assert {s["cls"] for s in ShardDataset(tars[:1], train=False)} <= {b"0", b"1"}
+    # copied away from it, or mixed with a tar it does not list: samples as they are
+    (tmp_path / "away").mkdir()
+    (tmp_path / "away" / "shard-000000.tar").write_bytes(shard)
+    assert all("cls" not in s for s in ShardDataset(tmp_path / "away" / "shard-000000.tar"))
+    (tmp_path / "one" / "extra.tar").write_bytes(shard)
+    assert all("cls" not in s for s in ShardDataset(str(tmp_path / "one" / "*.tar")))
 
 
 def test_key_labels_with_shard_size_count_the_smaller_tars(tmp_path: Path) -> None:
