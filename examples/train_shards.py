@@ -70,7 +70,7 @@ def dataset(path: str, reader: str, seed: int):
             urls, shardshuffle=len(urls), seed=seed, nodesplitter=wds.split_by_node
         ).shuffle(1000)
         classes = class_values(manifest)
-        if classes is not None:  # packed with --labels key: no cls member, the key's folder
+        if classes is not None:  # the class in the keys (pack's default): no cls member
             data = data.map(functools.partial(with_class, classes=classes))
         return data.map(to_tensor)
     from diskinfo.shards import ShardDataset

@@ -222,10 +222,11 @@ def build_parser() -> OneLineParser:
     )
     p.add_argument(
         "--labels",
-        choices=("member", "key"),
-        default="member",
-        help="where a sample's class goes: a .cls member, as webdataset reads it (default); "
-        "key: only its folder in the key, ShardDataset gives cls from it (smaller, faster)",
+        choices=("key", "member"),
+        default="key",
+        help="where a sample's class goes: key: only its folder in the key, ShardDataset "
+        "gives cls from it (default: smaller, faster); member: a .cls member too, as "
+        "webdataset's to_tuple(..., 'cls') reads it",
     )
     p.add_argument("--force", action="store_true", help="overwrite a pack already in DEST")
     progress_flag(p)

@@ -17,9 +17,9 @@ epoch, so no rank waits at the epoch's end for a batch another rank never sends.
 next sample.
 
 Samples are dicts the way `webdataset` yields them: `__key__`, `__url__` and one bytes value
-per member extension ("jpg", "json", "cls"). A pack made with `--labels key` has no `cls`
-members: its samples get the same `cls` from the key's class folder and the manifest, found
-beside the shards also when they are named by a pattern or a list.
+per member extension ("jpg", "json", "cls"). A pack made with `--labels key` (the default)
+has no `cls` members: its samples get the same `cls` from the key's class folder and the
+manifest, found beside the shards also when they are named by a pattern or a list.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from diskinfo import cli
 from diskinfo import pack as packmod
 from diskinfo.errors import UserError
 from diskinfo.pack import STATE, pack, read_manifest, verify
-from diskinfo.shards import read_shard
+from diskinfo.shards import class_values, read_shard
 from tests.helpers import ROOT
 from tests.helpers.cli import one_line_error
 
@@ -41,8 +41,12 @@ def image_folder(root: Path, classes: dict[str, int], seed: int = 1) -> dict[str
 
 
 def all_samples(dest: Path) -> list[dict]:
+    """Every sample in stored order, with its `cls` wherever the pack keeps it."""
     manifest = read_manifest(dest)
-    return [s for shard in manifest["shards"] for s in read_shard(dest / shard["name"])]
+    classes = class_values(manifest)
+    return [
+        s for shard in manifest["shards"] for s in read_shard(dest / shard["name"], None, classes)
+    ]
 
 
 def test_image_folder_round_trip(tmp_path: Path) -> None:
@@ -200,7 +204,6 @@ def test_verify_catches_a_flipped_byte(tmp_path: Path) -> None:
     expected = []
     for name in sorted(files):
         expected.append((name, len(files[name]), hashlib.sha256(files[name]).hexdigest()))
-        expected.append((name.replace(".jpg", ".cls"), 1, hashlib.sha256(b"0").hexdigest()))
     assert verify(shard, expected) == read_manifest(tmp_path / "out")["shards"][0]["sha256"]
     data = bytearray(shard.read_bytes())
     data[512 + 10] ^= 0xFF  # inside the first member's data
@@ -446,7 +449,7 @@ def test_any_tree_round_trips_exactly(files: dict, shard_size: int, seed: int | 
         manifest = pack(root / "src", root / "out", shard_size=shard_size, shuffle_seed=seed)
         got = {}
         for shard in manifest["shards"]:
-            for sample in read_shard(root / "out" / shard["name"]):
+            for sample in read_shard(root / "out" / shard["name"], None, class_values(manifest)):
                 cls, stem = sample["__key__"].split("/")
                 assert int(sample.pop("cls")) == manifest["classes"].index(cls)
                 for ext, data in sample.items():
@@ -462,7 +465,10 @@ def test_summary_line_counts_in_words(tmp_path: Path, capsys: pytest.CaptureFixt
     image_folder(tmp_path / "src", {"a": 3, "b": 2})
     assert cli.main(["pack", str(tmp_path / "src"), str(tmp_path / "one")]) == 0
     out = capsys.readouterr().out
-    assert "packed 5 samples, 2 classes, shuffled, into 1 shard of 5 samples" in out, out
+    assert (
+        "packed 5 samples, 2 classes (in the keys; --labels member adds .cls members), "
+        "shuffled, into 1 shard of 5 samples"
+    ) in out, out
     assert "default: 1 shard, see docs/shards.md" in out, out
     assert "batch mix: " in out and "distinct classes per batch, a fully shuffled loader" in out
     assert cli.main(["pack", str(tmp_path / "src"), str(tmp_path / "two"), "--shards", "2"]) == 0
@@ -479,7 +485,7 @@ def test_shard_bytes_are_what_tarfile_writes(tmp_path: Path) -> None:
     for i, name in enumerate(names):
         (src / "a" / name).write_bytes(bytes(range(256)) * (i + 1) + b"!" * i)
     os.utime(src / "a" / names[0], (0, 2**33 + 5))  # beyond the octal field: a pax mtime
-    pack(src, tmp_path / "out", shuffle_seed=None)
+    pack(src, tmp_path / "out", shuffle_seed=None, labels="member")  # other tars' readers
     expected = io.BytesIO()
 
     def add(tar: tarfile.TarFile, name: str, data: bytes, mtime: int) -> None:

@@ -1,7 +1,7 @@
-"""`diskinfo pack --labels key`: the class stays in each sample's key instead of a `.cls`
-member, and ShardDataset gives the same `cls` from the manifest. On 1-8 kB samples the member
-is a third of the shard's bytes and half its tar headers; the samples a training loop sees
-must not change."""
+"""`diskinfo pack --labels key`, the default: the class stays in each sample's key instead of a
+`.cls` member (`--labels member`), and ShardDataset gives the same `cls` from the manifest. On
+1-8 kB samples the member is a sixth of the shard's bytes and half its tar headers; the
+samples a training loop sees must not change."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def plain(sample: dict) -> dict:
 
 def test_key_labels_give_the_samples_the_member_gives(tmp_path: Path) -> None:
     image_folder(tmp_path / "src", {"cat": 30, "dog": 20, "emu": 25})
-    member = pack(tmp_path / "src", tmp_path / "member", shards=4)
-    key = pack(tmp_path / "src", tmp_path / "key", shards=4, labels="key")
+    member = pack(tmp_path / "src", tmp_path / "member", shards=4, labels="member")
+    key = pack(tmp_path / "src", tmp_path / "key", shards=4)
     assert member["labels"] == "member" and key["labels"] == "key"
     assert key["classes"] == ["cat", "dog", "emu"] and key["mixing"] == member["mixing"]
     for a, b in zip(member["shards"], key["shards"], strict=True):
@@ -97,8 +97,8 @@ def test_key_label_shards_are_deterministic_tars(tmp_path: Path) -> None:
 
 def test_key_labels_with_shard_size_count_the_smaller_tars(tmp_path: Path) -> None:
     image_folder(tmp_path / "src", {"a": 40, "b": 40})
-    member = pack(tmp_path / "src", tmp_path / "member", shard_size=60_000)
-    key = pack(tmp_path / "src", tmp_path / "key", shard_size=60_000, labels="key")
+    member = pack(tmp_path / "src", tmp_path / "member", shard_size=60_000, labels="member")
+    key = pack(tmp_path / "src", tmp_path / "key", shard_size=60_000)
     assert all(s["bytes"] <= 60_000 for s in key["shards"])
     assert len(key["shards"]) <= len(member["shards"])
 
@@ -116,59 +116,51 @@ def test_resume_needs_the_same_labels(tmp_path: Path, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(packmod, "write_shard", interrupted)
     out = tmp_path / "out"
-    with pytest.raises(KeyboardInterrupt):
-        pack(tmp_path / "src", out, shards=6, labels="key")
+    with pytest.raises(KeyboardInterrupt):  # as a pack started before key was the default
+        pack(tmp_path / "src", out, shards=6, labels="member")
     monkeypatch.setattr(packmod, "write_shard", real)
     assert (out / STATE).exists()
-    with pytest.raises(UserError, match="--labels changed"):
-        pack(tmp_path / "src", out, shards=6)  # the default, member: other shards
-    manifest = pack(tmp_path / "src", out, shards=6, labels="key")
-    fresh = pack(tmp_path / "src", tmp_path / "fresh", shards=6, labels="key")
+    with pytest.raises(UserError, match=r"made with --labels member; re-run with --labels memb"):
+        pack(tmp_path / "src", out, shards=6)  # the default, key: other shards
+    manifest = pack(tmp_path / "src", out, shards=6, labels="member")
+    fresh = pack(tmp_path / "src", tmp_path / "fresh", shards=6, labels="member")
     assert [s["sha256"] for s in manifest["shards"]] == [s["sha256"] for s in fresh["shards"]]
-    assert read_manifest(out)["labels"] == "key"
+    assert read_manifest(out)["labels"] == "member"
+    calls.clear()
+    monkeypatch.setattr(packmod, "write_shard", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pack(tmp_path / "src", out, shards=6, force=True)
+    monkeypatch.setattr(packmod, "write_shard", real)
+    with pytest.raises(UserError, match=r"made with --labels key; re-run with --labels key"):
+        pack(tmp_path / "src", out, shards=6, labels="member")
+    with pytest.raises(UserError, match="the shard count, the shuffle seed or --labels changed"):
+        pack(tmp_path / "src", out, shards=5)  # another plan altogether: no option to name
+    assert pack(tmp_path / "src", out, shards=6)["labels"] == "key"
 
 
-def test_the_default_plan_keeps_its_fingerprint() -> None:
-    """A pack interrupted before --labels existed resumes: the default adds nothing."""
+def test_a_member_plan_keeps_its_fingerprint() -> None:
+    """A pack interrupted before --labels existed (it wrote members) resumes with
+    --labels member: that value adds nothing to the fingerprint."""
     digest = "ab" * 32
     old = hashlib.sha256(json.dumps([FORMAT, 8, 0, digest]).encode()).hexdigest()
-    assert fingerprint(digest, 8, 0) == old == fingerprint(digest, 8, 0, "member")
+    assert fingerprint(digest, 8, 0, "member") == old
     assert fingerprint(digest, 8, 0, "key") != old
 
 
 def test_cli_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     image_folder(tmp_path / "src", {"a": 3, "b": 2})
-    argv = ["pack", "--labels", "key", str(tmp_path / "src"), str(tmp_path / "out")]
-    assert cli.main(argv) == 0
+    assert cli.main(["pack", str(tmp_path / "src"), str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "packed 5 samples, 2 classes (in the keys: no .cls members), shuffled" in out, out
+    assert "packed 5 samples, 2 classes (in the keys; --labels member adds .cls members), " in out
+    assert read_manifest(tmp_path / "out")["labels"] == "key"
+    argv = ["pack", "--labels", "member", str(tmp_path / "src"), str(tmp_path / "member")]
+    assert cli.main(argv) == 0
+    assert "packed 5 samples, 2 classes, shuffled" in capsys.readouterr().out
+    assert read_manifest(tmp_path / "member")["labels"] == "member"
     err = one_line_error(["pack", "--labels", "folder", str(tmp_path / "src"), "x"], capsys)
     assert "--labels" in err and "member" in err and "key" in err
     with pytest.raises(UserError, match="--labels must be one of member, key"):
         pack(tmp_path / "src", tmp_path / "api", labels="name")
-
-
-def test_summary_names_the_option_where_the_members_weigh(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """1-6 kB samples: the members are a large share of the shards, so the summary says so;
-    50 kB samples, or a key pack: no such line."""
-    image_folder(tmp_path / "small", {"a": 20, "b": 20})
-    assert cli.main(["pack", str(tmp_path / "small"), str(tmp_path / "s")]) == 0
-    out = capsys.readouterr().out
-    assert "the .cls members are " in out and "`--labels key` leaves them out" in out, out
-    share = int(out.split("the .cls members are ")[1].split("%")[0])
-    total = sum(s["bytes"] for s in read_manifest(tmp_path / "s")["shards"])
-    assert abs(share - 100 * 40 * 1024 / total) < 1
-    argv = ["pack", "--labels", "key", str(tmp_path / "small"), str(tmp_path / "k")]
-    assert cli.main(argv) == 0
-    assert ".cls members are" not in capsys.readouterr().out
-    for name in ("a", "b"):
-        (tmp_path / "large" / name).mkdir(parents=True)
-        for i in range(4):
-            (tmp_path / "large" / name / f"{i}.bin").write_bytes(b"x" * 50_000)
-    assert cli.main(["pack", str(tmp_path / "large"), str(tmp_path / "l")]) == 0
-    assert ".cls members are" not in capsys.readouterr().out
 
 
 def test_a_key_outside_the_classes_is_a_shard_error(tmp_path: Path) -> None:

@@ -70,11 +70,12 @@ def test_shards_through_runs_on_disk_are_the_shards_of_one_run(
 def test_the_shards_are_those_the_plan_in_memory_wrote(tmp_path: Path) -> None:
     """Pinned: the sha256 of each shard the earlier design (every sample an object, shuffled
     as a list) wrote for this tree, seed 0 and seed 3. The same seed must keep giving the
-    same shards, byte for byte, and so the same shuffle."""
+    same shards, byte for byte, and so the same shuffle (with the `cls` members it wrote)."""
     tree(tmp_path / "src", 4, 30)
     got = {
         seed: [s["sha256"][:16] for s in pack(tmp_path / "src", tmp_path / f"s{seed}",
-                                              shards=3, shuffle_seed=seed)["shards"]]
+                                              shards=3, shuffle_seed=seed,
+                                              labels="member")["shards"]]
         for seed in (0, 3)
     }  # fmt: skip
     assert got == PINNED

@@ -17,7 +17,14 @@ import webdataset as wds
 from diskinfo import shardlist
 from diskinfo.errors import UserError
 from diskinfo.pack import pack, read_manifest
-from diskinfo.shards import ShardDataset, read_shard, split_name, tar_members
+from diskinfo.shards import (
+    ShardDataset,
+    class_of,
+    class_values,
+    read_shard,
+    split_name,
+    tar_members,
+)
 
 
 @pytest.fixture(scope="module")
@@ -144,12 +151,22 @@ def test_contents_and_transform(packed) -> None:
         assert label == ["ant", "bee", "cow"].index(key.split("/")[0])
 
 
-def test_webdataset_reads_the_same_shards(packed) -> None:
+@pytest.mark.parametrize("labels", ["key", "member"])
+def test_webdataset_reads_the_same_shards(packed, tmp_path: Path, labels: str) -> None:
+    """The default pack's tars as docs/shards.md has webdataset read them, the class taken
+    from `__key__` through the manifest; a pack made with --labels member has `cls` members."""
     dest, files = packed
-    urls = [str(dest / s["name"]) for s in read_manifest(dest)["shards"]]
-    dataset = wds.WebDataset(urls, shardshuffle=False).decode().to_tuple("__key__", "png", "cls")
+    if labels == "member":
+        dest = tmp_path / "member"
+        pack(packed[0].parent / "src", dest, shards=12, shuffle_seed=None, labels="member")
+    manifest = read_manifest(dest)
+    assert manifest["labels"] == labels
+    urls = [str(dest / s["name"]) for s in manifest["shards"]]
+    dataset = wds.WebDataset(urls, shardshuffle=False)
+    if (classes := class_values(manifest)) is not None:
+        dataset = dataset.map(lambda s: {**s, "cls": class_of(s["__key__"], classes, s["__url__"])})
     seen = {}
-    for key, data, label in dataset:
+    for key, data, label in dataset.decode().to_tuple("__key__", "png", "cls"):
         seen[key] = data
         assert label == ["ant", "bee", "cow"].index(key.split("/")[0])
     assert seen == files

@@ -8,8 +8,7 @@ import sys
 from diskinfo.errors import interrupted_exit
 from diskinfo.pack import MANIFEST, pack
 from diskinfo.pack.mix import in_words
-from diskinfo.pack.plan import LABEL_KEY, LABEL_MEMBER
-from diskinfo.pack.scan import BLOCK
+from diskinfo.pack.plan import LABEL_KEY
 from diskinfo.units import counted, format_size
 
 
@@ -35,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     classes = manifest["classes"]
     kinds = f", {counted(len(classes), 'class', 'classes')}" if classes else ""
     if classes and manifest.get("labels") == LABEL_KEY:
-        kinds += " (in the keys: no .cls members)"
+        kinds += " (in the keys; --labels member adds .cls members)"
     shards = manifest["shards"]
     low, high = manifest["samples_per_shard"]
     each = counted(low, "sample") if low == high else f"{low}-{high} samples"
@@ -48,29 +47,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if skipped := skipped_line(manifest["skipped"]):
         print(skipped)
-    if members := label_member_line(manifest):
-        print(members)
     print(in_words(manifest["mixing"]))
     return 0
-
-
-MEMBER_SHARE = 0.10  # of the shards' bytes: from here on the summary names --labels key
-
-
-def label_member_line(manifest: dict) -> str | None:
-    """The class members' share of the shards when it is large (small samples: each member
-    takes a tar header and a padded block, 1 kB, for a few bytes), so that a user reading
-    with ShardDataset learns the option that leaves them out; None otherwise."""
-    if not manifest["classes"] or manifest.get("labels", LABEL_MEMBER) != LABEL_MEMBER:
-        return None
-    total = sum(s["bytes"] for s in manifest["shards"])
-    share = manifest["samples"] * 2 * BLOCK / total if total else 0.0
-    if share < MEMBER_SHARE:
-        return None
-    return (
-        f"the .cls members are {share:.0%} of the shards' bytes: read with ShardDataset, "
-        "`--labels key` leaves them out (docs/shards.md)"
-    )
 
 
 SKIPPED = {  # manifest key: what the line calls one, and many

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -35,6 +35,7 @@ from diskinfo.pack.access import Owner, source_owner
 from diskinfo.pack.mix import predict
 from diskinfo.pack.plan import (
     FORMAT,
+    LABEL_KEY,
     LABEL_MEMBER,
     LABELS,
     Layout,
@@ -90,9 +91,18 @@ def _ours(name: str) -> bool:
     )
 
 
-def prepare_dest(dest: Path, plan_id: str, force: bool, say: Callable[[str], None]) -> dict:
+def prepare_dest(
+    dest: Path,
+    plan_id: str,
+    force: bool,
+    say: Callable[[str], None],
+    resumed_by: Mapping[str, str] | None = None,
+) -> dict:
     """Create DEST, or resume the interrupted pack in it, or refuse. --force removes only the
-    files a pack writes (shards, manifest, state): anything else in DEST is left alone."""
+    files a pack writes (shards, manifest, state): anything else in DEST is left alone.
+    `resumed_by`: the fingerprints of plans that differ only in an option, and that option
+    (`--labels member`): a refusal names it, as a pack started before its default changed
+    needs it to resume."""
     state_path = dest / STATE
     fresh = {"format": FORMAT, "fingerprint": plan_id, "done": {}}
     if not dest.exists():
@@ -113,6 +123,11 @@ def prepare_dest(dest: Path, plan_id: str, force: bool, say: Callable[[str], Non
             state = {}
         if not isinstance(state, dict) or not isinstance(state.get("done"), dict):
             state = {}
+        if (option := (resumed_by or {}).get(state.get("fingerprint", ""))) is not None:
+            raise UserError(
+                f"{dest} holds an interrupted pack made with {option}; re-run with {option} "
+                "to resume it, or use --force to start over"
+            )
         if state.get("fingerprint") != plan_id:
             raise UserError(
                 f"{dest} holds an interrupted pack of other input (SRC, the shard count, the "
@@ -139,17 +154,17 @@ def pack(
     readers: int | None = None,
     shard_size: int | None = None,
     shuffle_seed: int | None = DEFAULT_SEED,
-    labels: str = LABEL_MEMBER,
+    labels: str = LABEL_KEY,
     force: bool = False,
     progress: bool | None = None,
     stream: TextIO | None = None,
 ) -> dict[str, Any]:
     """Pack SRC into DEST and return the manifest (also written to DEST/manifest.json).
     At most one of shards/readers/shard_size (see `plan.shard_count`); shuffle_seed None
-    keeps the samples in key order. labels: "member" writes each sample's class as a `cls`
-    member, as webdataset reads it; "key" leaves it in the key's folder alone, for
-    ShardDataset to give (`plan.LABELS`). progress None: a bar only when `stream` (default
-    stderr) is a terminal."""
+    keeps the samples in key order. labels: "key" leaves each sample's class in its key's
+    folder alone, for ShardDataset to give from the manifest; "member" writes it as a `cls`
+    member too, as webdataset reads it (`plan.LABELS`). progress None: a bar only when
+    `stream` (default stderr) is a terminal."""
     if labels not in LABELS:
         raise UserError(f"--labels must be one of {', '.join(LABELS)}, got {labels!r}")
     src, dest = Path(src), Path(dest)
@@ -218,7 +233,12 @@ def _pack(
     layout, rule = _layout(found, run)
     count = layout.count
     plan_id = fingerprint(found.digest, count, run.shuffle_seed, run.labels)
-    state = prepare_dest(dest, plan_id, run.force, lambda line: print(line, file=out))
+    resumed_by = {
+        fingerprint(found.digest, count, run.shuffle_seed, other): f"--labels {other}"
+        for other in LABELS
+        if other != run.labels
+    }
+    state = prepare_dest(dest, plan_id, run.force, lambda line: print(line, file=out), resumed_by)
     bar = Progress(n, total, out, run.progress)
     # per shard its bytes (the bar skips finished ones) and, by position, the labels the
     # batch-mix prediction runs on: 4 bytes per sample, the samples stay on disk

@@ -37,8 +37,10 @@ from diskinfo.pack.scan import BLOCK
 from diskinfo.units import counted, format_given
 
 FORMAT = "diskinfo.pack/1"
-# where a sample's class goes (`--labels`): a `cls` member, as webdataset reads it; or only
-# the key's folder ("cat/0001"), which ShardDataset maps to the same `cls` from the manifest
+# where a sample's class goes (`--labels`): only the key's folder ("cat/0001"), which
+# ShardDataset maps to the same `cls` from the manifest (the default: on small samples a
+# `cls` member is a second header and block per sample, a sixth of the shards and of what
+# the reader walks); or a `cls` member as well, as webdataset's `to_tuple(..., "cls")` reads it
 LABEL_MEMBER, LABEL_KEY = "member", "key"
 LABELS = (LABEL_MEMBER, LABEL_KEY)
 DEFAULT_SHARDS = 64
@@ -153,10 +155,10 @@ def _fewest_within(sizes: Sequence[int], shard_size: int) -> int:
     return count
 
 
-def fingerprint(samples: str, count: int, seed: int | None, labels: str = LABEL_MEMBER) -> str:
+def fingerprint(samples: str, count: int, seed: int | None, labels: str) -> str:
     """Identifies the plan: a resume is allowed only when SRC and the arguments are unchanged.
-    `samples`: the scan's digest of every sample (`scan.Scan.digest`). The default `labels`
-    adds nothing, so a pack interrupted before `--labels` existed still resumes."""
+    `samples`: the scan's digest of every sample (`scan.Scan.digest`). "member" adds nothing:
+    a pack interrupted before `--labels` existed wrote members, and resumes with that value."""
     plan: list[object] = [FORMAT, count, seed, samples]
     if labels != LABEL_MEMBER:
         plan.append(labels)

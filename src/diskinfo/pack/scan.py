@@ -3,12 +3,11 @@
 - a sample is every file of one directory that shares a stem (the name up to its first dot):
   `0001.jpg` + `0001.json` -> key `0001`, members `0001.jpg` and `0001.json`;
 - ImageFolder layout (every sample below a top-level directory): that directory is the class,
-  and each sample gets a `cls` member with the class index (sorted names, as torchvision's
-  ImageFolder numbers them; `--labels key`: no member, the key's folder is the class); files
-  directly in SRC: no classes. Files beside the class
-  directories (labels.csv, README.md) are left out and counted, as ImageFolder leaves them
-  out, unless one is of a kind the classes hold (a `.jpg` beside class directories of
-  `.jpg`s): that would be a sample without a class, an error;
+  numbered by sorted name as torchvision's ImageFolder numbers them (`--labels member`: each
+  sample gets a `cls` member with the number too); files directly in SRC: no classes.
+  Files beside the class directories (labels.csv, README.md) are left out and counted, as
+  ImageFolder leaves them out, unless one is of a kind the classes hold (a `.jpg` beside
+  class directories of `.jpg`s): that would be a sample without a class, an error;
 - hidden files, files without an extension and non-regular files (FIFOs, sockets, devices)
   are skipped, and counted in the manifest;
 - symbolic links are followed, to directories too, as ImageFolder follows them (a class that

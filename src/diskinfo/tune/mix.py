@@ -22,7 +22,7 @@ from diskinfo.shard_mixing import mixing, shard_labels
 from diskinfo.shard_stream import ShardStream
 from diskinfo.tune.runner import Result, Runner
 
-LABEL = "cls"  # the class member, as pack writes it and ShardDataset.mixing reads it
+LABEL = "cls"  # the class, as ShardDataset gives it and ShardDataset.mixing reads it
 LEGEND = (
     "batch mix: distinct classes per batch / a fully shuffled loader's, for each setting's "
     "num_workers and the dataset's shuffle buffer (ShardDataset.mixing); rho: order\n"
