@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import glob
 import json
 import math
@@ -206,12 +207,10 @@ def build_loader(writer: str, reader: str, data: Path, workers: int) -> Any:
         dataset = wds.WebDataset(urls, shardshuffle=100).shuffle(1000)
         if writer in PACKS:
             from diskinfo.pack import read_manifest
-            from diskinfo.shards import class_of, class_values
+            from diskinfo.shards import class_values, with_class
 
             if (classes := class_values(read_manifest(out))) is not None:
-                dataset = dataset.map(
-                    lambda s: {**s, "cls": class_of(s["__key__"], classes, s["__url__"])}
-                )
+                dataset = dataset.map(functools.partial(with_class, classes=classes))
         dataset = dataset.map(reduce_sample)
         return torch.utils.data.DataLoader(dataset, batch_size=BATCH, num_workers=workers)
     if reader == "litdata":

@@ -50,19 +50,12 @@ def to_tensor(sample: dict) -> tuple[torch.Tensor, int]:
     return pixels.view(SIZE, SIZE, 3).permute(2, 0, 1).float().div(255), label
 
 
-def with_class(sample: dict, classes: dict[str, bytes]) -> dict:
-    """A module-level function, not a lambda: workers started by spawn pickle the pipeline."""
-    from diskinfo.shards import class_of
-
-    return {**sample, "cls": class_of(sample["__key__"], classes, sample["__url__"])}
-
-
 def dataset(path: str, reader: str, seed: int):
     if reader == "webdataset":
         import webdataset as wds
 
         from diskinfo.pack import read_manifest
-        from diskinfo.shards import class_values
+        from diskinfo.shards import class_values, with_class
 
         manifest = read_manifest(path)
         urls = [os.path.join(path, s["name"]) for s in manifest["shards"]]

@@ -95,6 +95,14 @@ def class_of(key: str, classes: Mapping[str, bytes], url: str) -> bytes:
         ) from None
 
 
+def with_class(sample: Sample, classes: Mapping[str, bytes]) -> Sample:
+    """`sample` with the `cls` ShardDataset would give it, for another reader (webdataset)
+    of a pack with the class in the keys: `.map(functools.partial(with_class,
+    classes=class_values(manifest)))`. A module-level function, not a lambda: DataLoader
+    workers started by spawn pickle the pipeline, and a lambda does not pickle."""
+    return {**sample, "cls": class_of(sample["__key__"], classes, sample["__url__"])}
+
+
 def class_values(manifest: Mapping[str, Any] | None) -> dict[str, bytes] | None:
     """For a pack made with `--labels key`: each class folder's `cls` value, as the member
     would have held it (the index in the manifest's sorted `classes`); None otherwise."""

@@ -3,6 +3,7 @@ and the `webdataset` library reads the same shards."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import random
@@ -19,11 +20,11 @@ from diskinfo.errors import UserError
 from diskinfo.pack import pack, read_manifest
 from diskinfo.shards import (
     ShardDataset,
-    class_of,
     class_values,
     read_shard,
     split_name,
     tar_members,
+    with_class,
 )
 
 
@@ -164,7 +165,7 @@ def test_webdataset_reads_the_same_shards(packed, tmp_path: Path, labels: str) -
     urls = [str(dest / s["name"]) for s in manifest["shards"]]
     dataset = wds.WebDataset(urls, shardshuffle=False)
     if (classes := class_values(manifest)) is not None:
-        dataset = dataset.map(lambda s: {**s, "cls": class_of(s["__key__"], classes, s["__url__"])})
+        dataset = dataset.map(functools.partial(with_class, classes=classes))
     seen = {}
     for key, data, label in dataset.decode().to_tuple("__key__", "png", "cls"):
         seen[key] = data
