@@ -79,7 +79,7 @@ def test_the_held_verdict_changes_at_most_once_per_hold_intervals(seq):
 
 
 def test_jsonl_keeps_the_interval_decision_and_the_held_verdict():
-    diag = Diagnoser({}, hold=2)
+    diag = Diagnoser({}, hold=2, share_window=1)  # the cause's hold alone
     small = judged_record(loader=loop_figures(0.6), devices=SMALL_FILE_READS)
     fast = judged_record(loader=loop_figures(0.01))
     out = [diag(r) for r in (small, small, fast, small, fast, fast)]
@@ -97,7 +97,7 @@ def test_jsonl_keeps_the_interval_decision_and_the_held_verdict():
 def test_the_account_says_what_changed_and_what_each_interval_decided():
     """The facts the log's [Verdict] and [Summary] lines word, decided here (the log only
     writes them): the sequence of the JSONL test above, held small files then compute."""
-    diag = Diagnoser({}, hold=2)
+    diag = Diagnoser({}, hold=2, share_window=1)  # the cause's hold alone
     small = judged_record(loader=loop_figures(0.6), devices=SMALL_FILE_READS)
     fast = judged_record(loader=loop_figures(0.01))
     out = []
@@ -235,7 +235,12 @@ def test_pct_stays_on_its_side(share, threshold):
 def test_a_share_just_under_the_line_is_not_printed_as_the_line():
     v = decide(judged_record(loader=loop_figures(0.1976)), {})
     assert v.verdict == VerdictName.COMPUTE_BOUND
-    assert "only 19.8% of step time" in v.summary and "20%" not in v.summary.split(";")[0]
+    assert "19.8% of step time" in v.summary and "20%" not in v.summary.split(";")[0]
+    # the words of the evidence's own scale: 5-20% is moderately input-bound, never "only"
+    assert v.summary.startswith("moderately input-bound") and "only" not in v.summary
+    assert "moderately input-bound" in v.evidence[0]
+    low = decide(judged_record(loader=loop_figures(0.0498)), {})
+    assert "only 4.98% of step time" in low.summary, low.summary
 
 
 def test_the_shm_floor_is_read_from_shm_min_mb(monkeypatch):

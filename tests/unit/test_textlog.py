@@ -21,7 +21,7 @@ from tests.helpers.records import SMALL_FILE_READS, judged_record, loop_figures
 def test_log_says_the_verdict_on_change_and_a_summary_and_console_keeps_only_those(tmp_path):
     echo = io.StringIO()
     sink = TextLogSink(str(tmp_path), echo=echo, console="verdicts", summary_s=20)
-    diag = Diagnoser({}, hold=2)
+    diag = Diagnoser({}, hold=2, share_window=1)  # one odd interval decides on its own
     small = judged_record(loader=loop_figures(0.6, workers=2), devices=SMALL_FILE_READS)
     for i in range(8):
         r = small if i != 3 else judged_record(loader=loop_figures(0.01))

@@ -10,6 +10,9 @@ from __future__ import annotations
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.signals import Signals, run_queue_wait
 
+# how the contention's words begin (a secondary finding is found by them: "also: ...")
+CONTENDED = "the host's other work takes the CPU"
+
 
 def contention(s: Signals, floor: float = t.CONTENTION_WAIT_SHARE) -> list[str]:
     """Why the host's other work is the limit, [] when it is not: the host's CPU saturated,
@@ -32,7 +35,7 @@ def contention(s: Signals, floor: float = t.CONTENTION_WAIT_SHARE) -> list[str]:
     if share < floor or own_busy >= t.CPU_SATURATED_PCT:
         return []
     return [
-        f"the host's other work takes the CPU: the training processes waited for a core "
+        f"{CONTENDED}: the training processes waited for a core "
         f"{t.pct(share, floor)} of the time they wanted one ({wanted / 100:.1f} cores wanted, "
         f"{wanted * (1 - share) / 100:.1f} got) while the host is {h.cpu_busy:.0f}% busy of "
         f"{h.cpu_count} cores and this job uses {own:.1f} of its {cores:g}"

@@ -19,13 +19,18 @@
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Hashable, Mapping
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.account import Accounts
 from diskinfo.analyse.baseline import DeviceBaseline
+from diskinfo.analyse.binding import ALSO
+from diskinfo.analyse.contention import CONTENDED
 from diskinfo.analyse.fixes import wrap_fix
 from diskinfo.analyse.signals import busiest_device, watched
+from diskinfo.analyse.start import loop_runs_unseen
+from diskinfo.analyse.steady import SHARE_BAND, SHARE_WINDOW, ShareWindow
 from diskinfo.analyse.verdict import decide, wrapped_elsewhere
 from diskinfo.record import Cause, IntervalRecord, Verdict, VerdictName
 
@@ -33,20 +38,29 @@ from diskinfo.record import Cause, IntervalRecord, Verdict, VerdictName
 class Hysteresis:
     """Holds one decision against interval-to-interval noise. A decision is a cause, which
     names its verdict: the cause is held with its verdict, so a change of cause within one
-    verdict is held like a change of verdict."""
+    verdict is held like a change of verdict. The advice is held the same way (a decision is
+    then the kinds of the fixes: `advice_kind`)."""
 
     def __init__(self, hold: int) -> None:
         self.hold = max(1, hold)
-        self.recent: collections.deque[Cause] = collections.deque(maxlen=2 * self.hold)
-        self.held: Cause | None = None
+        self.recent: collections.deque[Hashable] = collections.deque(maxlen=2 * self.hold)
+        self.held: Hashable | None = None
         self.held_s = 0.0
 
-    def push(self, decided: Cause, elapsed: float) -> bool:
+    def push(self, decided: Hashable, elapsed: float) -> bool:
         """Add one interval's decision; True when the held verdict or its cause changed."""
         self.recent.append(decided)
         last = list(self.recent)[-self.hold :]
         unknown = VerdictName.UNKNOWN
-        if self.held is None or (self.held.verdict == unknown and decided.verdict != unknown):
+        verdict = getattr(self.held, "verdict", None)
+        # a training command that starts is news: its start is said at once, from nothing
+        # judged (unknown) or from idle
+        begins = decided == Cause.STARTING and verdict in (unknown, VerdictName.IDLE)
+        if (
+            self.held is None
+            or (verdict == unknown and getattr(decided, "verdict", None) != unknown)
+            or (begins and self.held != decided)
+        ):
             # nothing to defend: the first verdict, or leaving "unknown" for a verdict, is
             # taken at once; from one unknown cause to another is held like any change (the
             # last interval of a run, its command gone, is no new state to announce)
@@ -64,11 +78,22 @@ class Hysteresis:
         return False
 
 
+_FIGURES = re.compile(r"\d+(?:\.\d+)?")
+
+
+def advice_kind(fixes: list[str]) -> tuple[str, ...]:
+    """What each fix advises, without its figures: the words before its colon, numbers
+    left out ("num_workers # -> #", "more workers will not help")."""
+    return tuple(_FIGURES.sub("#", f.split(":", 1)[0]) for f in fixes)
+
+
 class Diagnoser:
     def __init__(
         self,
         baselines: Mapping[str, DeviceBaseline] | Callable[[], Mapping[str, DeviceBaseline]],
         hold: int | None = None,
+        share_window: int = SHARE_WINDOW,
+        share_band: float = SHARE_BAND,
     ) -> None:
         self._baselines = baselines
         self._conditions: dict[str, float] = {}  # condition key -> seconds it has held
@@ -80,6 +105,10 @@ class Diagnoser:
         # contention is held with two thresholds: a neighbour's load that ebbs for a moment
         # leaves the run-queue wait between them, and the cause stays
         self._contended = False
+        self._share = ShareWindow(share_window, share_band)
+        self._advice: Hysteresis | None = None  # the held cause's fixes, held by their kinds
+        self._advised: dict[tuple[str, ...], list[str]] = {}  # kinds -> their latest fixes
+        self._loop_s = 0.0  # seconds the loop is known to run without figures (the wrap hint)
         self._accounts = Accounts()
 
     def _hold(self, key: str, condition: bool, elapsed: float) -> float:
@@ -111,13 +140,24 @@ class Diagnoser:
         # the training command's age: counted while its processes run, reset when they end
         self._training_s = self._training_s + elapsed if record.procs else 0.0
         floor = t.CONTENTION_LEAVE_SHARE if self._contended else t.CONTENTION_WAIT_SHARE
-        own = decide(record, baselines, self._training_s if record.procs else None, floor)
-        self._contended = own.cause == Cause.CPU_CONTENTION
+        self._loop_s = self._loop_s + elapsed if loop_runs_unseen(record) else 0.0
+        own = decide(
+            record,
+            baselines,
+            self._training_s if record.procs else None,
+            floor,
+            self._share.push(record),
+            self._loop_s,
+        )
+        self._contended = own.cause == Cause.CPU_CONTENTION or any(
+            e.startswith(ALSO + CONTENDED) for e in own.evidence
+        )
         own = self._loop_start(record, own)
         cause = own.cause if isinstance(own.cause, Cause) else Cause(own.cause)
         self._latest[cause] = own
         changed = self._hysteresis.push(cause, elapsed)
-        held = self._latest[self._hysteresis.held or cause]
+        held = self._latest[self._hysteresis.held or cause]  # type: ignore[index]
+        held = held.but(fixes=self._held_advice(held, changed, elapsed))
         verdict = held.but(
             evidence=own.evidence,  # the figures are always this interval's
             severity=own.severity,
@@ -153,6 +193,17 @@ class Diagnoser:
             self._note_once("wrapped-not-iterated", f"{seen}: {wrap_fix(n)}", verdict.notes)
         self._warnings(record, baselines, verdict)
         return verdict
+
+    def _held_advice(self, held: Verdict, changed: bool, elapsed: float) -> list[str]:
+        """The held verdict's fixes, held like the verdict: a fix of another kind (\"num_workers
+        0 -> 2\" for \"more workers will not help\") replaces the held one only as a verdict
+        would; the figures in the words are the latest of the held kind."""
+        if changed or self._advice is None:
+            self._advice, self._advised = Hysteresis(self._hysteresis.hold), {}
+        kinds = advice_kind(held.fixes)
+        self._advised[kinds] = held.fixes
+        self._advice.push(kinds, elapsed)
+        return self._advised.get(self._advice.held, held.fixes)  # type: ignore[arg-type]
 
     def _loop_start(self, record: IntervalRecord, own: Verdict) -> Verdict:
         """`unknown (starting)` for the loop's first interval when the loop ran for less than

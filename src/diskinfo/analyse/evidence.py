@@ -51,8 +51,15 @@ def evidence(s: Signals) -> list[str]:
             s.severity, "not input-bound"
         )
         threshold = t.MODERATELY_INPUT_BOUND if s.severity == "none" else t.HIGHLY_INPUT_BOUND
+        window = ""
+        if s.steady is not None and s.steady.low != s.steady.high:
+            k = s.steady
+            window = (
+                f" over the last {k.seconds:.0f} s ({k.low * 100:.0f}-{k.high * 100:.0f}% per "
+                f"interval{': borderline, held' if k.borderline else ''})"
+            )
         out.append(
-            f"data-wait {t.pct(s.share, threshold)} of step time ({label}; XProf: >= "
+            f"data-wait {t.pct(s.share, threshold)} of step time{window} ({label}; XProf: >= "
             f"{t.HIGHLY_INPUT_BOUND * 100:.0f}% highly, >= {t.MODERATELY_INPUT_BOUND * 100:.0f}% "
             f"moderately)"
         )

@@ -321,7 +321,7 @@ FIXES: dict[Cause, tuple[Fix, ...]] = {
     Cause.NO_STEP: (),
     Cause.GPU_IDLE: (),
     Cause.NO_TRAINING: (),
-    Cause.STARTING: (),
+    Cause.STARTING: (CAP,),  # a start held by the cap: raise it (the start is said)
     Cause.NOT_WRAPPED: (WRAP,),
     Cause.NO_FIGURES: (),
 }

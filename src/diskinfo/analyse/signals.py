@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
@@ -23,6 +24,9 @@ from diskinfo.record import (
     ProcessIO,
     training_gpus,
 )
+
+if TYPE_CHECKING:
+    from diskinfo.analyse.steady import SteadyShare
 
 
 def watched(devices: list[DeviceFigures]) -> list[DeviceFigures]:
@@ -92,6 +96,14 @@ def read_caps(c: CgroupIO) -> list[str]:
     return [k for k in ("read_iops", "read_bps") if k in c.throttled_by or k in near]
 
 
+def loop_running(loader: LoaderFigures, elapsed_s: float) -> bool:
+    """The loop ran for LOOP_ACTIVE_SHARE of the interval, per training process."""
+    per_process = max(1, loader.processes) * max(elapsed_s, 1e-9)
+    return loader.processes > 0 and (loader.wait_s + loader.step_s) >= (
+        t.LOOP_ACTIVE_SHARE * per_process
+    )
+
+
 def severity_of(share: float | None) -> str:
     if share is None:
         return ""
@@ -147,6 +159,7 @@ class Signals:
     workers: int = 0  # DataLoader worker processes seen
     training_s: float | None = None  # how long a training command has run (Diagnoser)
     wrapped_not_iterated: int = 0  # processes that wrapped a loader the loop does not iterate
+    steady: SteadyShare | None = None  # the share over the loop's last intervals (Diagnoser)
 
     @property
     def disk_quiet(self) -> bool:
@@ -195,10 +208,7 @@ def signals(
     share: float | None = None
     active: bool | None = None
     if loader is not None:
-        per_process = max(1, loader.processes) * max(record.elapsed_s, 1e-9)
-        active = loader.processes > 0 and (loader.wait_s + loader.step_s) >= (
-            t.LOOP_ACTIVE_SHARE * per_process
-        )
+        active = loop_running(loader, record.elapsed_s)
         share = loader.wait_share if active else None
     tops = top_devices(record.devices)
     disk = _busiest(tops)

@@ -14,10 +14,13 @@ from collections.abc import Mapping
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
+from diskinfo.analyse.binding import also, binding, ordered_fixes
 from diskinfo.analyse.contention import contention
 from diskinfo.analyse.evidence import capped_line, evidence
-from diskinfo.analyse.fixes import SHM_FIX, fixes_for
+from diskinfo.analyse.fixes import SHM_FIX
 from diskinfo.analyse.signals import Signals, signals
+from diskinfo.analyse.start import start_words
+from diskinfo.analyse.steady import SteadyShare, share_words
 from diskinfo.record import Cause, IntervalRecord, Verdict
 
 # --- causes: (cause, why); the cause names the verdict ---
@@ -202,15 +205,21 @@ def cause_of(s: Signals) -> tuple[Cause, list[str]]:
 # --- the verdict ---
 
 
-def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[Cause, str]:
+def _not_input_bound(
+    s: Signals, gpu_idle: bool, record: IntervalRecord, loop_s: float | None
+) -> tuple[Cause, str]:
     """(cause, summary) of an interval that is not input-bound."""
     if s.loop_active is False and gpu_idle:
         return Cause.NO_STEP, "no training step ran this interval"
     if s.share is not None or (s.gpu is not None and not gpu_idle):
         if s.share is not None:
-            summary = (
-                f"the loop waits for data only {t.pct(s.share, t.HIGHLY_INPUT_BOUND)} of step time"
-            )
+            summary = share_words(s.steady, s.share)
+            if s.severity != "none":  # input-bound in share, yet the step is the larger part
+                summary += (
+                    ", but the GPU does not starve: the step is the limit"
+                    if s.gpu is not None
+                    else ", and no GPU starves: the step is the larger part"
+                )
         else:
             summary = f"GPU busy {s.gpu.util_mean:.0f}% without starving"  # type: ignore[union-attr]
         if s.gpu is not None and s.gpu.util_mean < t.GPU_BUSY_MEAN_PCT:
@@ -222,11 +231,14 @@ def _not_input_bound(s: Signals, gpu_idle: bool) -> tuple[Cause, str]:
     if s.gpu is not None and gpu_idle:
         return Cause.GPU_IDLE, "the GPU is idle and the loop is not instrumented"
     if s.procs:  # the training command runs but publishes no loop figures
-        if s.training_s is not None and s.training_s < t.WRAP_HINT_AFTER_S:
+        young = s.training_s is not None and s.training_s < t.WRAP_HINT_AFTER_S
+        if young or (loop_s is not None and loop_s < t.WRAP_HINT_AFTER_S):
+            # still starting, or the loop not yet known to run unseen (start.loop_runs_unseen)
+            age = f"{s.training_s:.0f} s ago" if s.training_s is not None else ""
             return (
                 Cause.STARTING,
-                f"the training command started {s.training_s:.0f} s ago and publishes no loop "
-                "figures yet",
+                f"the training command started {age} and has fetched no batch yet: "
+                f"{start_words(record)}",
             )
         ran = f" after {s.training_s:.0f} s" if s.training_s is not None else ""
         if s.wrapped_not_iterated:  # the fix says which loader to wrap (fixes.wrap_fix)
@@ -261,11 +273,17 @@ def decide(
     baselines: Mapping[str, DeviceBaseline],
     training_s: float | None = None,
     contention_floor: float = t.CONTENTION_WAIT_SHARE,
+    steady: SteadyShare | None = None,
+    loop_s: float | None = None,
 ) -> Verdict:
     """One verdict for one interval; a pure function of the record, the stored baselines,
-    how long the training command has run (None: not known, as if for a while) and the
-    run-queue wait share that makes contention (lower while contention is held: Diagnoser)."""
+    how long the training command has run (None: not known, as if for a while), the
+    run-queue wait share that makes contention (lower while contention is held: Diagnoser)
+    the data-wait share over the loop's last intervals (None: this interval's alone) and how
+    long the loop is known to have run without figures (None: as long as the command)."""
     s = signals(record, baselines, training_s)
+    if steady is not None and s.share is not None:
+        s.share, s.severity, s.steady = steady.share, steady.severity, steady
     ev = evidence(s)
     gpu_idle = s.gpu is None or s.gpu.util_mean < t.GPU_IDLE_MEAN_PCT
     contended = contention(s, contention_floor) if s.share is not None else []
@@ -284,18 +302,28 @@ def decide(
     else:
         input_bound = False
 
-    if input_bound and contended:
-        cause, summary = Cause.CPU_CONTENTION, "; ".join(contended)
-    elif input_bound:
-        cause, why = cause_of(s)
+    second: Cause | None = None  # the first limit that applies but does not bind
+    if input_bound:
+        found = cause_of(s)
+        (cause, why), others = binding(found, contended)
+        if others:
+            second = Cause.CPU_CONTENTION if cause != Cause.CPU_CONTENTION else found[0]
         summary = "; ".join(why)
         if s.share is None:
             summary += " (inferred from the GPU: the loop is not instrumented)"
+        elif s.steady is not None and s.steady.borderline:
+            summary += f"; {share_words(s.steady, s.share)}"
     else:
-        cause, summary = _not_input_bound(s, gpu_idle)
+        cause, summary = _not_input_bound(s, gpu_idle, record, loop_s)
+        # the neighbour slows the step: said beside it, its fix first (binding.ordered_fixes)
+        others = contended if cause == Cause.STEP else []
+        second = Cause.CPU_CONTENTION if others else None
+    if others:
+        summary += "; " + "; ".join(also(others))
+        ev.extend(also(others))
 
     verdict = cause.verdict
-    fixes = fixes_for(cause, s)
+    fixes = ordered_fixes(cause, second, s)
     errors = s.loader.worker_errors if s.loader is not None else 0
     if errors:
         shm = s.host.shm_total_mb if s.host is not None else None
