@@ -5,16 +5,55 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from diskinfo.analyse.fixes import longer_fix, workers_target, wrap_fix
+from diskinfo.analyse.fixes import cap_words, longer_fix, workers_target, wrap_fix
+from diskinfo.analyse.signals import read_caps
+from diskinfo.analyse.start import StartState, start_state
 from diskinfo.record import NO_VERDICT, IntervalRecord, Verdict, VerdictName
 
 # a measured run of at most this many intervals, none judged (unknown, then idle once the
 # command ended), ended before it could be judged: the loop's first interval is start-up
 TOO_SHORT_INTERVALS = 3
+# a start (the command's first interval to the loop's first batch) this long is said, with
+# what it spent its time on, in the [Run] line and the report
+START_LONG_S = 30.0
 
 
 def verdict_of(record: IntervalRecord) -> str:
     return record.verdict.verdict if record.verdict is not None else NO_VERDICT
+
+
+class StartTally:
+    """The training command's start: seconds from its first interval to the loop's first
+    batch, and how much of it went to each state (analyse/start.py). Only the first start
+    of a run counts; a command without loop figures has no end to its start."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.states: dict[StartState, float] = defaultdict(float)
+        self.cap = ""  # the read cap the start ran at, in words
+        self.ended = False  # the loop's first batch came
+
+    def add(self, record: IntervalRecord) -> None:
+        if self.ended or not record.procs:
+            return
+        if record.loader is not None and record.loader.batches:
+            self.ended = True
+            return
+        state = start_state(record)
+        self.seconds += record.elapsed_s
+        self.states[state] += record.elapsed_s
+        if state == StartState.CAPPED:
+            capped = next((c for c in record.cgroup_io if read_caps(c)), None)
+            self.cap = cap_words(capped) if capped is not None else self.cap
+
+    def words(self) -> str | None:
+        """The start in words ("start 95 s, 80 s of it reading at the container's read cap
+        (8.0 MB/s)") for a start of START_LONG_S or more that ended in a batch, else None."""
+        if not self.ended or self.seconds < START_LONG_S or not self.states:
+            return None
+        state, spent = max(self.states.items(), key=lambda kv: kv[1])
+        cap = f" ({self.cap})" if state == StartState.CAPPED and self.cap else ""
+        return f"start {self.seconds:.0f} s, {spent:.0f} s of it {state.value}{cap}"
 
 
 class VerdictTally:
@@ -36,6 +75,7 @@ class VerdictTally:
         self._not_iterated = 0
         self._intervals = 0
         self._interval_s = 0.0  # the longest interval seen: the monitor's own
+        self.start = StartTally()
 
     def add(self, record: IntervalRecord, v: Verdict | None) -> None:
         """`v`: the record's verdict (the analyser counts a record before it holds one)."""
@@ -57,6 +97,7 @@ class VerdictTally:
         self._trained = self._trained or bool(record.procs)
         self._measured = self._measured or record.loader is not None or bool(record.gpus)
         self._not_iterated = max(self._not_iterated, record.wrapped_not_iterated)
+        self.start.add(record)
 
     def shares(self) -> dict[str, float]:
         """Share of the run's time per verdict, largest first."""

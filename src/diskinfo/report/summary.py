@@ -64,6 +64,7 @@ class Summary:
     gpus: int  # the training's GPUs (record.training_gpus), most in one interval
     warnings: dict[str, int] = field(default_factory=dict)
     gpus_seen: int = 0  # every GPU NVML listed, the training's and the unused
+    start_words: str | None = None  # a long start and its cause (StartTally.words)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -104,6 +105,7 @@ def summarise(records: Sequence[IntervalRecord], name: str = "") -> Summary:
         verdict_shares=tally.shares(),
         top_fix=top[1] if top else None,
         top_fix_verdict=top[0] if top else None,
+        start_words=tally.start.words(),
         batches_s=batches / loop_s if loop_s > 0 else None,
         samples_s=samples / loop_s if loop_s > 0 and samples > 0 else None,
         loop_s=loop_s,

@@ -41,6 +41,8 @@ def render(s: Summary) -> str:
         "time share of each verdict:",
         *(f"  {share * 100:5.1f}%  {verdict}" for verdict, share in s.verdict_shares.items()),
     ]
+    if s.start_words:
+        out.append(s.start_words)
     if s.top_fix:
         out.append(f"top fix: {s.top_fix}  (for {s.top_fix_verdict})")
     else:

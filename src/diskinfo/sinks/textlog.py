@@ -213,8 +213,10 @@ class VerdictLog:
         training command that failed is said instead of a fix: its fault, not its input,
         ended the run (a `pip install` that failed had it propose wrapping the DataLoader)."""
         run = self._latest.run if self._latest is not None else None
+        start = ""
         if run is not None:
             total_s, shares, top = run.total_s, list(run.shares().items()), run.top_fix()
+            start = f" | {words}" if (words := run.start.words()) else ""
         else:  # nothing judged: the seconds watched, each without a verdict
             total_s, top = self._unjudged_s, None
             shares = [(NO_VERDICT, 1.0 if total_s else 0.0)] if self._unjudged else []
@@ -231,7 +233,7 @@ class VerdictLog:
                 f"{logs}, docker logs)"
             )
         return (
-            f"[Run] {_minutes(total_s)} watched: {held}{more}{fix} | a report with a "
+            f"[Run] {_minutes(total_s)} watched: {held}{more}{start}{fix} | a report with a "
             f"timeline: diskinfo report {jsonl}"
         )
 
