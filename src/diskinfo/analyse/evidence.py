@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.fixes import cap_words, mb
-from diskinfo.analyse.signals import Signals
+from diskinfo.analyse.signals import Signals, severity_of
+from diskinfo.analyse.steady import held_until
 
 
 def capped_line(s: Signals) -> str:
@@ -51,6 +52,8 @@ def evidence(s: Signals) -> list[str]:
             s.severity, "not input-bound"
         )
         threshold = t.MODERATELY_INPUT_BOUND if s.severity == "none" else t.HIGHLY_INPUT_BOUND
+        if s.steady is not None and severity_of(s.share) != s.severity:  # within the band
+            label += f", held until under {held_until(s.severity) * 100:.0f}%"
         window = ""
         if s.steady is not None and s.steady.low != s.steady.high:
             k = s.steady

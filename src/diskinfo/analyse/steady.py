@@ -23,7 +23,7 @@ from diskinfo.record import IntervalRecord
 # intervals of the window; chosen on the captured runs of benchmarks/verdicts.py (`--rescore`
 # per window: benchmarks/results/verdicts.md)
 SHARE_WINDOW = 4
-SHARE_BAND = 0.2  # a held severity goes down once the share is this far (relative) under its line
+SHARE_BAND = 0.4  # a held severity goes down once the share is this far (relative) under its line
 _LINES = {"moderate": t.MODERATELY_INPUT_BOUND, "high": t.HIGHLY_INPUT_BOUND}
 _LEVELS = ("none", "moderate", "high")
 
@@ -76,6 +76,11 @@ class ShareWindow:
         self._held = level
         seconds = sum(e for _, _, e in self._window)
         return SteadyShare(share, low, high, level, seconds)
+
+
+def held_until(severity: str, band: float = SHARE_BAND) -> float:
+    """The share under which a held severity goes down."""
+    return _LINES[severity] * (1 - band) if severity in _LINES else 0.0
 
 
 def share_words(steady: SteadyShare | None, share: float) -> str:

@@ -91,7 +91,7 @@ STALE_INTERVALS = 3.0  # a record older than this many intervals (and STALE_MIN_
 STALE_MIN_S = 15.0
 
 # --- stability ---
-VERDICT_HOLD_DEFAULT = 2  # intervals another verdict must be decided in a row before it is held
+VERDICT_HOLD_DEFAULT = 3  # intervals another verdict must be decided in a row before it is held
 WRAP_HINT_AFTER_S = 60.0  # a training command without loop figures this long: "wrap it"
 # the loop's first interval is judged only if the loop ran this share of it (else: starting);
 # a loop that began mid-interval leaves the command's start-up reads (torch's import) in it

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
-from diskinfo.analyse.binding import also, binding, ordered_fixes
+from diskinfo.analyse.binding import also, binding, busy_elsewhere, ordered_fixes, own_share
 from diskinfo.analyse.contention import contention
 from diskinfo.analyse.evidence import capped_line, evidence
 from diskinfo.analyse.fixes import SHM_FIX
@@ -284,6 +284,9 @@ def decide(
     s = signals(record, baselines, training_s)
     if steady is not None and s.share is not None:
         s.share, s.severity, s.steady = steady.share, steady.severity, steady
+    neighbour_disk = busy_elsewhere(s)
+    if s.own_reads is False:  # the device's reads are another's: never what the loop waits on
+        s.reading = False
     ev = evidence(s)
     gpu_idle = s.gpu is None or s.gpu.util_mean < t.GPU_IDLE_MEAN_PCT
     contended = contention(s, contention_floor) if s.share is not None else []
@@ -305,7 +308,7 @@ def decide(
     second: Cause | None = None  # the first limit that applies but does not bind
     if input_bound:
         found = cause_of(s)
-        (cause, why), others = binding(found, contended)
+        (cause, why), others = binding(found, contended, own_share(s, record), s.capped is not None)
         if others:
             second = Cause.CPU_CONTENTION if cause != Cause.CPU_CONTENTION else found[0]
         summary = "; ".join(why)
@@ -318,6 +321,8 @@ def decide(
         # the neighbour slows the step: said beside it, its fix first (binding.ordered_fixes)
         others = contended if cause == Cause.STEP else []
         second = Cause.CPU_CONTENTION if others else None
+    if neighbour_disk and s.share is not None:
+        others = [*others, neighbour_disk]
     if others:
         summary += "; " + "; ".join(also(others))
         ev.extend(also(others))
