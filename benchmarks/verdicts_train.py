@@ -6,7 +6,9 @@ Reads `small/` (whole small files, shuffled) or `large/` (4 MiB chunks of large 
 order); `--transform heavy` hashes every sample 40 times in the worker (a CPU-heavy decode);
 `--step heavy` trains a real convolutional model per batch, `cheap` a near-free step (a fast
 GPU); `--cold` drops the page cache before every epoch; `--no-wrap` leaves the DataLoader
-without `diskinfo.torch.watch`; `--preload` reads every sample into memory first.
+without `diskinfo.torch.watch`; `--preload` reads every sample into memory first;
+`--start-read-mb N` / `--start-read-files N` read that much, cold, before the loader exists
+(a start that reads its libraries or the dataset's index through the container's read cap).
 """
 
 from __future__ import annotations
@@ -65,6 +67,31 @@ class Samples:
         return torch.frombuffer(bytearray(raw[:3072]), dtype=torch.uint8).float().view(3, 32, 32)
 
 
+def _cold_read(path: Path, limit: int) -> int:
+    """Read up to `limit` bytes of `path` from the disk (its cached pages dropped first)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        done = 0
+        while done < limit and (chunk := os.read(fd, min(CHUNK, limit - done))):
+            done += len(chunk)
+        return done
+    finally:
+        os.close(fd)
+
+
+def start_read(root: str, mb: int, files: int) -> None:
+    """The start's own reads, before any batch: `mb` MiB of the large files, `files` small
+    files (cold)."""
+    left = mb << 20
+    for f in sorted(Path(root, "large").iterdir()) if left else ():
+        left -= _cold_read(f, left)
+        if left <= 0:
+            break
+    for f in sorted(Path(root, "small").rglob("*.bin"))[:files]:
+        _cold_read(f, 1 << 30)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--data", required=True)
@@ -76,6 +103,8 @@ def main() -> None:
     p.add_argument("--cold", action="store_true")
     p.add_argument("--preload", action="store_true")
     p.add_argument("--no-wrap", action="store_true")
+    p.add_argument("--start-read-mb", type=int, default=0)
+    p.add_argument("--start-read-files", type=int, default=0)
     p.add_argument("--pid-file", required=True)
     a = p.parse_args()
 
@@ -86,6 +115,7 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     Path(a.pid_file).write_text(f"{os.getpid()}\n")
+    start_read(a.data, a.start_read_mb, a.start_read_files)
     ds = Samples(a.data, a.large, a.transform == "heavy")
     if a.preload:
         ds.preload()
