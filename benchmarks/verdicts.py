@@ -362,6 +362,16 @@ def replay(records: list[dict], baselines: dict, **analysis) -> list[dict]:
     return out
 
 
+def cap_share(c: dict) -> float:
+    """A cgroup's read rate as a share of its tightest read limit (0: no limit)."""
+    shares = [
+        rate / limit
+        for rate, limit in ((c["read_ios_s"], c["read_iops"]), (c["read_bytes_s"], c["read_bps"]))
+        if limit
+    ]
+    return max(shares, default=0.0)
+
+
 def start_tally(records: list[dict]) -> str:
     """The start as the [Run] line and the report say it ("" when short)."""
     tally = StartTally()
@@ -408,12 +418,17 @@ def score(row: Row, records: list[dict], started: float, seconds: float) -> dict
         return any(verdict == c.verdict and cause == c for c in row.causes)
 
     def start_right(r: dict) -> bool:
-        """Before the first batch: still starting (never "wrap it"), naming the cap exactly
-        when the container's reads sit at it (the kernel's throttle counters say so)."""
+        """Before the loop iterates: still starting (never "wrap it"), naming the cap when
+        the container's reads sit at it (the kernel's throttle counters: >= 90% of the
+        limit) and not when they are under half of it; an interval between, where the start
+        read at the cap for part of it, is right either way."""
         v = r["verdict"] or {}
-        capped = any(c["throttled_by"] for c in r["cgroup_io"])
+        if v.get("cause") != Cause.STARTING:
+            return False
         said = "read cap" in v.get("summary", "")
-        return v.get("cause") == Cause.STARTING and said == capped
+        if any(c["throttled_by"] for c in r["cgroup_io"]):
+            return said
+        return not said or any(cap_share(c) >= 0.5 for c in r["cgroup_io"])
 
     # the start: intervals that began after the trainer did, before its loop iterates (no
     # loop figures: a loop waiting for its first batch is judged like any other interval)
@@ -525,13 +540,18 @@ def render(data: dict) -> str:
         f"data on {m['dataset_device']}.",
         "",
         "Targets per row: >= 95% of steady intervals right, <= 1 held-verdict change per "
-        "minute, first right verdict within two intervals "
-        f"({2 * m['interval_s']:g} s).",
+        "minute, and for the quiet rows the first right verdict within two intervals "
+        f"({2 * m['interval_s']:g} s; the shared-node rows are judged from the steady "
+        "intervals on, as the issue asks). The machine line is the last chunk's; each row's "
+        "date is in verdicts.json (the quiet rows' intervals are those of 2026-12-03).",
         "",
-        "Before the first batch (the start: the intervals that began after the trainer did), "
-        'the held verdict must be `unknown (starting)`, never the "wrap it" hint, and on the '
-        "slow-start rows must say that the start reads at the container's cap: the start "
-        "column gives how long the start took and the share of its intervals said right.",
+        "Before the loop iterates (the start: the intervals that began after the trainer did, "
+        'without loop figures), the held verdict must be `unknown (starting)`, never the "wrap '
+        "it\" hint, and must name the container's read cap in the intervals whose reads sit at "
+        "it (the cgroup's throttle counters: >= 90% of the limit) and not where they are under "
+        "half of it (an interval between is right either way); a slow-start row's start, as "
+        "the `[Run]` line says it, must name the cap. The start column gives how long the "
+        "start took and the share of its intervals said right.",
         "",
         "Shared-node rows (`LOOP+NEIGHBOUR`): the neighbour runs in a cgroup of its own beside "
         "the container's: `cpu` a busy loop on every core, `io` fio random 64 kB direct reads "
@@ -540,6 +560,8 @@ def render(data: dict) -> str:
         "*rescored* were judged again from their captured intervals by the analysis as "
         "committed (`--rescore`: the analysis is a function of the records and the stored "
         "baseline, so it says what the monitor would have said).",
+        "",
+        f"How the shared-node rows were run: {data.get('run_note', 'see verdicts.json')}",
         "",
         "| row | workload | expected | steady intervals | right (held) | right (interval's own) "
         "| changes/min | first right | start | held verdicts seen (steady) | target met |",
