@@ -21,6 +21,8 @@ from diskinfo.analyse.baseline import parse
 from diskinfo.analyse.diagnoser import Diagnoser
 from diskinfo.analyse.tally import VerdictTally
 from diskinfo.record import Cause, IntervalRecord, Verdict
+from diskinfo.report.summary import summarise
+from diskinfo.report.text import render
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "verdicts"
 WARMUP_S = 10.0  # the matrix's: steady intervals begin 10 s after the first batch's
@@ -97,3 +99,8 @@ def test_a_start_behind_a_read_cap_is_said_and_never_told_to_wrap():
     words = tally.start.words()
     assert words is not None and "reading at the container's read cap (8.0 MB/s)" in words
     assert words.startswith("start ") and pytest.approx(36, abs=4) == float(words.split()[1])
+    # the report says it too: one tally
+    for r, v in run:
+        r.verdict = v
+    report = render(summarise([r for r, _ in run], "slow-start"))
+    assert words in report.splitlines(), report
