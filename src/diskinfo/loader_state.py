@@ -82,6 +82,8 @@ def decode(text: str) -> LoaderCounters:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc}") from None
+    except RecursionError:  # 60,000 `[` fit in STATE_CAP and nest past the parser's stack
+        raise ValueError("not a loader state: nested too deep") from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("diskinfo.loader/"):
         raise ValueError("not a diskinfo loader state")
     names = {f.name for f in fields(LoaderCounters)}
@@ -163,7 +165,7 @@ def read_states(
                 counters = decode(read_regular(entry.path, STATE_CAP).decode())
                 if cache is not None:
                     cache[entry.name] = (key, counters)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # one bad file never hides the others
             continue
         seen.add(entry.name)
         states[counters.pid] = counters

@@ -56,3 +56,12 @@ def test_fields_of_the_wrong_type_are_refused(tmp_path):
     state = {**json.loads(encode(LoaderCounters(pid=18))), "num_workers": 4, "pin_memory": None}
     (tmp_path / "loader-18.json").write_text(json.dumps(state))
     assert sorted(_read_within(tmp_path)) == [17, 18]
+
+
+def test_a_state_nested_past_the_parser_hides_no_other_loader(tmp_path):
+    # 60,000 `[` fit in the size cap and raised RecursionError, which ended the whole read:
+    # every loader's figures were gone while the file was there
+    (tmp_path / "loader-19.json").write_text("[" * 60_000)
+    (tmp_path / "loader-20.json").write_text('{"schema": "diskinfo.loader/1", "pid": ' * 30_000)
+    _good(tmp_path, 21)
+    assert list(_read_within(tmp_path)) == [21]
