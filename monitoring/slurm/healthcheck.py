@@ -22,7 +22,7 @@ Each run reads the node's monitor (`/status` of `diskinfo watch --metrics-port`)
 Environment (slurmd passes only SLURMD_NODENAME; set the rest in a wrapper if needed):
   DISKINFO_STATUS_URL  the monitor's /status (default http://127.0.0.1:9101/status)
   DISKINFO_DRAIN_ON    busy | saturated (default saturated)
-  DISKINFO_TIMEOUT     seconds to wait for the monitor (default 3)
+  DISKINFO_TIMEOUT     seconds for the whole answer of the monitor (default 3)
   SCONTROL             the scontrol command (default scontrol on PATH)
 Only the standard library: the node needs python3, not diskinfo (it runs in the container).
 Exit 0 unless the arguments are wrong; slurmd does not act on the exit status.
@@ -30,47 +30,125 @@ Exit 0 unless the arguments are wrong; slurmd does not act on the exit status.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
 import socket
 import subprocess
 import sys
-import urllib.error
-import urllib.request
+import threading
+import urllib.parse
 
 PREFIX = "diskinfo:"  # marks the drains this script owns
 LEVELS = ("ok", "busy", "saturated")
 DEFAULT_URL = "http://127.0.0.1:9101/status"
+# Whoever holds the node's metrics port answers here (the container's user can take it:
+# docs/security.md), so the reply is bounded in size and in total time, and what reaches
+# scontrol is printable ASCII of bounded length.
+MAX_REPLY = 1 << 20  # bytes; a /status is a few kB
+MAX_REASON = 160  # characters of a drain reason: one line of sinfo -R
 
 
 def fetch(url: str, timeout: float) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as reply:
-        doc = json.loads(reply.read())
+    """The monitor's /status, read within `timeout` seconds in all (not per read: a reply of a
+    byte a second is cut off) and at most MAX_REPLY bytes, read as they come."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"not an http:// URL: {url!r}")
+    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    expired = threading.Event()
+    held: list[socket.socket] = []  # the connection drops its socket once a reply will close
+
+    def cut() -> None:  # a blocked read returns at once once its socket is shut down
+        expired.set()
+        for sock in held:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(timeout, cut)
+    timer.start()
+    try:
+        conn.connect()
+        held.append(conn.sock)
+        if expired.is_set():
+            cut()
+        conn.request("GET", parts.path or "/")
+        reply = conn.getresponse()
+        if reply.status != 200:
+            raise ValueError(f"answered HTTP {reply.status}")
+        body = bytearray()
+        while chunk := reply.read1(65536):
+            body += chunk
+            if len(body) > MAX_REPLY:
+                raise ValueError(f"answered more than {MAX_REPLY} bytes")
+    except (OSError, http.client.HTTPException) as exc:
+        if expired.is_set():
+            raise TimeoutError(f"no whole answer within {timeout:g} s") from None
+        raise ValueError(str(exc) or type(exc).__name__) from None
+    finally:
+        timer.cancel()
+        conn.close()
+    if expired.is_set():
+        raise TimeoutError(f"no whole answer within {timeout:g} s")
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ValueError("did not answer JSON") from None
     if not isinstance(doc, dict) or "pressure" not in doc:
         raise ValueError("answered JSON without 'pressure'")
     return doc
 
 
+def printable(text: object, limit: int = MAX_REASON) -> str:
+    """Text from the node as scontrol may take it: printable ASCII only (escape codes,
+    newlines and other bytes become '?'), at most `limit` characters."""
+    out = "".join(ch if " " <= ch <= "~" else "?" for ch in str(text))
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def _level(item: object) -> int:
+    """An entry's pressure as an index into LEVELS; -1 for anything else."""
+    pressure = item.get("pressure") if isinstance(item, dict) else None
+    return LEVELS.index(pressure) if pressure in LEVELS else -1
+
+
+def _number(value: object) -> float:
+    """A figure from the node; 0 for anything that is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value) if abs(value) < 1e12 else 0.0
+
+
+def _entries(doc: dict, key: str) -> list[dict]:
+    items = doc.get(key)
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
 def reason(doc: dict, level: str) -> str:
     """The drain reason in words: the worst device or NFS mount at or above `level`, with the
-    figures an admin reads in sinfo; the verdict when no device figure crosses it."""
-    at_least = LEVELS.index(level)
-    devices = [
-        d for d in doc.get("devices") or [] if LEVELS.index(d.get("pressure", "ok")) >= at_least
-    ]
+    figures an admin reads in sinfo; the verdict when no device figure crosses it. Every
+    piece from the node is checked or made printable (`printable`): it is free text."""
+    return printable(_reason(doc, LEVELS.index(level)))
+
+
+def _reason(doc: dict, at_least: int) -> str:
+    devices = [d for d in _entries(doc, "devices") if _level(d) >= at_least]
     if devices:
-        d = max(devices, key=lambda d: (LEVELS.index(d["pressure"]), d.get("await_ms") or 0))
+        d = max(devices, key=lambda d: (_level(d), _number(d.get("await_ms"))))
         return (
-            f"{PREFIX} {d['device']} {d['pressure']}, r_await {d.get('r_await') or 0:.0f} ms, "
-            f"%util {d.get('util') or 0:.0f}"
+            f"{PREFIX} {printable(d.get('device'), 40)} {d['pressure']}, "
+            f"r_await {_number(d.get('r_await')):.0f} ms, %util {_number(d.get('util')):.0f}"
         )
-    mounts = [n for n in doc.get("nfs") or [] if LEVELS.index(n.get("pressure", "ok")) >= at_least]
+    mounts = [n for n in _entries(doc, "nfs") if _level(n) >= at_least]
     if mounts:
         n = mounts[0]
-        rtt = n.get("read_rtt_ms") or 0
-        return f"{PREFIX} NFS {n['mount']} {n['pressure']}, read RTT {rtt:.0f} ms"
-    return f"{PREFIX} storage {doc['pressure']} ({doc.get('verdict') or 'no verdict'})"
+        rtt = _number(n.get("read_rtt_ms"))
+        return f"{PREFIX} NFS {printable(n.get('mount'), 60)} {n['pressure']}, read RTT {rtt:.0f} ms"
+    verdict = printable(doc.get("verdict") or "no verdict", 80)
+    return f"{PREFIX} storage {doc['pressure']} ({verdict})"
 
 
 def node_state(scontrol: str, node: str) -> tuple[str, str]:
@@ -112,14 +190,14 @@ def main() -> int:
 
     try:
         doc = fetch(url, timeout)
-    except (OSError, ValueError, urllib.error.URLError) as exc:
-        print(f"diskinfo healthcheck: {node}: monitor not readable at {url}: "
-              f"{getattr(exc, 'reason', exc)}; node left as it is", file=sys.stderr)  # fmt: skip
+    except (OSError, ValueError) as exc:
+        print(f"diskinfo healthcheck: {node}: monitor not readable at {printable(url)}: "
+              f"{printable(exc)}; node left as it is", file=sys.stderr)  # fmt: skip
         return 0
     pressure = doc["pressure"]
     if pressure not in LEVELS:  # unknown: no recent record
-        print(f"diskinfo healthcheck: {node}: pressure {pressure}; node left as it is",
-              file=sys.stderr)  # fmt: skip
+        print(f"diskinfo healthcheck: {node}: pressure {printable(pressure, 40)}; node left as "
+              "it is", file=sys.stderr)  # fmt: skip
         return 0
     try:
         state, why = node_state(scontrol, node)
@@ -131,7 +209,7 @@ def main() -> int:
                 print(f"diskinfo healthcheck: {node}: drained: {text}")
         elif ours and pressure == "ok":
             update(scontrol, node, "State=RESUME")
-            print(f"diskinfo healthcheck: {node}: resumed, storage {pressure} (was: {why})")
+            print(f"diskinfo healthcheck: {node}: resumed, storage {pressure} (was: {printable(why)})")
     except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
         print(f"diskinfo healthcheck: {node}: scontrol failed: {exc}", file=sys.stderr)
     return 0
