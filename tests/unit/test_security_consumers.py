@@ -1,0 +1,62 @@
+"""`diskinfo status` against a metrics port someone else holds: a flood, a trickle and escape
+codes in the JSON are bounded, cut and escaped (docs/security.md, "What the monitor
+publishes"). The Slurm health check's twins: tests/system/test_slurm_healthcheck.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from tests.helpers.hostile_monitor import HostileMonitor
+
+
+def status(url: str, timeout: str = "3") -> tuple[subprocess.CompletedProcess, float, float]:
+    """`diskinfo status --url URL`: its result, seconds taken and peak memory in MiB."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "diskinfo.cli", "status", "--url", url, "--timeout", timeout],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=40)
+    finally:
+        proc.kill()
+    elapsed = time.monotonic() - start
+    peak = 0.0
+    try:  # communicate reaped it already on most paths: ask wait4 only when it did not
+        _, _, usage = os.wait4(proc.pid, 0)
+        peak = usage.ru_maxrss / 1024
+    except ChildProcessError:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return done, elapsed, peak
+
+
+def test_a_flood_is_cut_at_the_cap():
+    with HostileMonitor("flood") as monitor:
+        out, _, peak = status(monitor.url)
+        sent = monitor.sent
+    assert out.returncode == 1 and out.stdout == "", out
+    assert "answered more than 1048576 bytes" in out.stderr and out.stderr.count("\n") == 1
+    assert peak < 150, f"{peak:.0f} MiB for a reply of {sent >> 20} MiB"
+
+
+def test_a_trickle_is_cut_at_the_deadline():
+    with HostileMonitor("trickle", pace=0.5, trickle_s=25) as monitor:
+        out, elapsed, _ = status(monitor.url, timeout="2")
+    assert out.returncode == 1 and "no whole answer within 2 s" in out.stderr, out
+    assert elapsed < 8, elapsed
+
+
+def test_escape_codes_in_the_answer_reach_no_terminal():
+    doc = {"pressure": "saturated", "verdict": "\x1b]0;owned\x07\x1b[2J\nok", "devices": []}
+    with HostileMonitor("json", doc) as monitor:
+        out, _, _ = status(monitor.url)
+    assert out.returncode == 0, out
+    assert all(" " <= ch <= "~" for line in out.stdout.splitlines() for ch in line), out.stdout
+    assert json.loads(out.stdout)["verdict"] == doc["verdict"]
