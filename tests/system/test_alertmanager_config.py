@@ -67,3 +67,42 @@ def test_bad_input_is_one_line_and_no_output(tmp_path: Path, secret, config, say
     out = render(path, config)
     assert out.returncode != 0 and out.stdout == ""
     assert says in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_out_writes_a_private_file_whole_or_not_at_all(tmp_path: Path):
+    """The deployed config holds the secret: never readable with the shell's umask, never
+    emptied by a render that fails (`> file` did both)."""
+    import grp
+    import os
+    import stat
+
+    deployed = tmp_path / "deploy" / "alertmanager.yml"
+    deployed.parent.mkdir()
+    deployed.write_text("the config that works\n")
+    deployed.chmod(0o640)
+    (tmp_path / "empty").write_text("\n")
+
+    def run(secret: Path, *opts: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", 'umask 000; exec bash "$@"', "sh", str(AM_DIR / "render.sh"),
+             "--out", str(deployed), *opts, str(secret)],
+            input=(AM_DIR / "alertmanager.yml").read_text(), capture_output=True, text=True,
+            timeout=30,
+        )  # fmt: skip
+
+    out = run(tmp_path / "empty")
+    assert out.returncode == 1 and "is empty" in out.stderr, out
+    assert deployed.read_text() == "the config that works\n"
+    assert os.listdir(deployed.parent) == ["alertmanager.yml"]
+
+    (tmp_path / "secret").write_text("s3cret\n")
+    out = run(tmp_path / "secret")
+    assert out.returncode == 0 and out.stdout == "", out
+    assert 'wechat_api_secret: "s3cret"' in deployed.read_text()
+    assert stat.S_IMODE(deployed.stat().st_mode) == 0o600
+    group = grp.getgrgid(os.getgid()).gr_name
+    out = run(tmp_path / "secret", "--group", group)
+    assert out.returncode == 0, out
+    st = deployed.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o640 and st.st_gid == os.getgid()
+    assert os.listdir(deployed.parent) == ["alertmanager.yml"]
