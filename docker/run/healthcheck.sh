@@ -22,24 +22,12 @@ while read -r service; do
 done <"$state/services"
 
 # The heartbeat (src/diskinfo/sinks/heartbeat.py): touched by the monitor every 5 s of sampling.
-# Its key=value lines give the monitor's own interval; the file is the monitor's (NB_USER's),
-# so it is read only when it is a plain file, and at most 4 KiB of it.
+# The file and its folder are the monitor's (NB_USER's): heartbeat-check.py reads it by
+# descriptor, never through a link, a FIFO or more than 4 KiB, and `timeout` ends it (and
+# whatever it waits on) long before Docker's own 5 s: no check leaves a process behind.
 heartbeat_age_check() {
-  local beat=$DISKINFO_STATE_DIR/heartbeat interval pid age limit
-  if [ ! -f "$beat" ] || [ -L "$beat" ]; then
-    echo "diskinfo has not sampled yet (no heartbeat at $beat)"
-    return 1
-  fi
-  interval=$(head -c 4096 "$beat" | sed -n 's/^interval_s=//p' | head -n 1)
-  # else the container's, which 01-settings.sh checked before anything started
-  [[ $interval =~ ^[0-9]+(\.[0-9]+)?$ ]] || interval=$DISKINFO_INTERVAL
-  pid=$(head -c 4096 "$beat" | sed -n 's/^pid=//p' | head -n 1)
-  age=$(($(date +%s) - $(stat -c %Y "$beat")))
-  limit=$(awk -v i="$interval" 'BEGIN { printf "%d", 3 * i + 10 }')
-  if [ "$age" -gt "$limit" ]; then
-    echo "diskinfo (pid ${pid:-?}) has not sampled for ${age} s (limit 3 x ${interval} s + 10 s = ${limit} s): stopped or hung"
-    return 1
-  fi
+  timeout -k 1 3 python3 -I "${BASH_SOURCE[0]%/*}/heartbeat-check.py" \
+    "$DISKINFO_STATE_DIR" "$DISKINFO_INTERVAL"
 }
 if grep -qx diskinfo "$state/services" && ! heartbeat_age_check; then
   rc=1
