@@ -44,6 +44,8 @@ from diskinfo.errors import UserError
 BLOCK = 512
 MAX_MEMBER = 1 << 30  # a sample is read whole into memory: 1 GiB is no sample any more
 MAX_META = 1 << 20  # pax and GNU long-name members hold a few names, not megabytes
+GZIP_RATIO, GZIP_FLOOR = 200, 64 << 20  # a .tar.gz gunzips to 200x its size, 64 MiB at least
+_SPARSE = "a GNU sparse member: not supported (its holes are not stored)"  # never dropped
 _CHUNK = 1 << 20  # first bytes asked of a gzip stream at once: see _Reader.read
 _BUFFER = 1 << 20
 _RUN = 4 << 20  # bytes read at once for a run of members; a bigger member goes one by one
@@ -79,7 +81,7 @@ def tar_runs(
     of its names and bytes, whose loop makes no tuple per member."""
     with open(path, "rb", buffering=_BUFFER) as raw:
         gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
-        reader = _Reader(path, gzipped, None if gzipped else os.fstat(raw.fileno()).st_size)
+        reader = _Reader(path, gzipped, os.fstat(raw.fileno()).st_size)
         reader.runs = not gzipped and _numpy() is not None
         try:
             with _maybe_gunzip(raw, gzipped) as fh:
@@ -98,8 +100,9 @@ def _maybe_gunzip(
 class _Reader:
     """The position in the tar stream, kept by hand so that every error can say where."""
 
-    def __init__(self, path: str | Path, gzipped: bool, file_size: int | None) -> None:
-        self.path, self.gzipped, self.file_size = path, gzipped, file_size
+    def __init__(self, path: str | Path, gzipped: bool, size: int) -> None:
+        self.path, self.gzipped, self.file_size = path, gzipped, None if gzipped else size
+        self.stream_limit = max(GZIP_FLOOR, GZIP_RATIO * size)  # binds a .tar.gz only
         self.fh: IO[bytes] = io.BytesIO()
         self.offset = 0
         self.runs = False  # read runs of members at once (see `bulk`): plain files only
@@ -182,12 +185,14 @@ class _Reader:
             meta = kind in (b"x", b"g", b"L", b"K")
             plain = plain and not meta
             size = pax_size if pax_size is not None and not meta else self._size(header, start)
-            limit = MAX_META if meta else MAX_MEMBER
+            limit = MAX_META if meta else min(MAX_MEMBER, self.stream_limit - self.offset)
             if size > limit:
                 raise self.error(f"member size {size} over the limit of {limit} bytes", start)
             if self.file_size is not None and size > (left := self.file_size - self.offset):
                 raise self.error(f"truncated: a member of {size} bytes, {left} left", start)
             name = (long_name or _ustar_name(header)) if kind in _FILE_TYPES else ""
+            if kind == b"S" or name[:1] == "/" or ".." in name.split("/"):  # sparse, or escaping
+                raise self.error(_SPARSE if kind == b"S" else f"{name!r} leaves its folder", start)
             if keep is not None and kind in _FILE_TYPES and not keep(name):
                 self.skip(size + -size % BLOCK, "a member's data")
                 return [(name, None)], False, plain
@@ -295,6 +300,8 @@ class _Reader:
             key, eq, value = data[lead.end() : end - 1].partition(b"=")
             if not eq or not key:
                 raise self.error("pax record without key=value", at + pos)
+            if key.startswith(b"GNU.sparse."):
+                raise self.error(_SPARSE, at + pos)
             if key == b"path":
                 path = value.decode("utf-8", "surrogateescape")
             elif key == b"size":
@@ -349,6 +356,8 @@ def _plain(buf: bytearray, end: int, starts: list[int]) -> tuple[int, list[str]]
     # a byte sum of 256 bytes fits 16 bits: two of those cost half of one sum in 64 bits
     total = heads.reshape(-1, 2, BLOCK // 2).sum(2, dtype=np.uint16).sum(1, dtype=np.int64)
     ok &= total - chk.sum(1, dtype=np.int64) + 256 == stored
+    dots = (heads[:, :499] == 46) & (heads[:, 1:500] == 46)  # '..', '/': for `member` to refuse
+    ok &= ~dots[:, :99].any(1) & ~dots[:, 345:].any(1) & (heads[:, 0] != 47) & (heads[:, 345] != 47)
     bad = np.flatnonzero(~ok)
     good = int(bad[0]) if bad.size else len(starts)
     if not good:

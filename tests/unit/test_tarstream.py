@@ -131,7 +131,7 @@ CORPUS: dict[str, tuple[bytes, str]] = {
         "over the limit",
     ),
     "size-not-octal": (header("a.jpg", 0, size_field=b"00000000009") + END, "bad member size"),
-    "size-past-end": (header("a.jpg", 1 << 29) + b"x" * 600, "truncated"),
+    "size-past-end": (header("a.jpg", 1 << 25) + b"x" * 600, "truncated"),
     "long-name-too-long": (header("././@LongLink", 4 << 20, b"L") + END, "over the limit"),
     "cut-at-member-boundary": (SAMPLE, "truncated at a member boundary"),
     "cut-in-header": (SAMPLE + SAMPLE[:100], "truncated in a header"),
@@ -465,3 +465,66 @@ def test_pax_headers_cost_no_reading_again(
     with tarfile.open(path) as tar:
         assert got == [(m.name, tar.extractfile(m).read()) for m in tar]  # type: ignore[union-attr]
     assert CountingFile.read_bytes <= 3 * path.stat().st_size, CountingFile.read_bytes
+
+
+# what cannot be given whole, or would leave its folder as a key ---------------------------
+
+
+def test_a_small_gzip_of_a_huge_member_is_refused_before_it_costs_memory(tmp_path: Path) -> None:
+    """A 0.5 MB .tar.gz with one 512 MiB member of zeros cost each reader 1.45 GiB."""
+    size = 512 * MiB
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    body = [packer.compress(header("big.bin", size))]
+    body += [packer.compress(b"\0" * (8 * MiB)) for _ in range(size // (8 * MiB))]
+    body += [packer.compress(b"\0" * (-size % 512) + END), packer.flush()]
+    path = tmp_path / "bomb.tar.gz"
+    path.write_bytes(b"".join(body))
+    assert path.stat().st_size < 1 * MiB
+    outcome, peak = bounded(path)
+    assert peak < 8 * MiB, peak
+    message = one_line_error(path, outcome)
+    # the gunzipped tar may reach 200 times the shard's size; the header took 512 bytes of that
+    limit = int(message.split("over the limit of ")[1].split()[0])
+    assert "member size 536870912 over the limit" in message
+    assert limit == 200 * path.stat().st_size - 512, message
+
+
+def test_a_gzipped_shard_gunzips_to_its_ratio_and_floor(tmp_path: Path) -> None:
+    """Within the floor a member of zeros reads whole, as before."""
+    data = member("a/0001.npy", b"\0" * (32 * MiB)) + END
+    path = tmp_path / "zeros.tar.gz"
+    path.write_bytes(gzip.compress(data))
+    (name, got), = list(tar_members(path))
+    assert name == "a/0001.npy" and len(got) == 32 * MiB
+
+
+SPARSE = {
+    "gnu-old-sparse": header("s/0001.bin", 0, b"S") + END,
+    "pax-sparse": pax(b"22 GNU.sparse.major=1\n22 GNU.sparse.minor=0\n")
+    + member("s/0001.bin", b"\0" * 512)
+    + END,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPARSE))
+def test_gnu_sparse_members_are_an_error_not_a_silent_drop(tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{name}.tar"
+    path.write_bytes(SAMPLE + SPARSE[name])
+    outcome, _ = bounded(path)
+    assert "a GNU sparse member: not supported" in one_line_error(path, outcome)
+
+
+@pytest.mark.parametrize("bad", ["../../etc/cron.d/x.cls", "/etc/passwd.cls", "a/../../b.jpg"])
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_names_that_leave_their_folder_are_refused(tmp_path: Path, bad: str, gzipped: bool):
+    """After a run of plain members (read in bulk) and alone; `..` inside a word is a name."""
+    fine = b"".join(member(f"s/{i:04d}..v2.jpg", b"J" * 300) for i in range(20))
+    data = fine + member(bad, b"x") + END
+    path = tmp_path / ("bad.tar.gz" if gzipped else "bad.tar")
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    outcome, _ = bounded(path)
+    message = one_line_error(path, outcome)
+    assert f"{bad!r} leaves its folder" in message
+    assert f"at byte {len(fine)}" in message
+    path.write_bytes(fine + END)
+    assert len(list(tar_members(path))) == 20
