@@ -32,6 +32,24 @@ heartbeat_age_check() {
 if grep -qx diskinfo "$state/services" && ! heartbeat_age_check; then
   rc=1
 fi
+# The metrics port: NB_USER can kill its monitor and listen there before supervisord starts
+# it again (docs/security.md). The monitor supervisord started, told to serve a port (its
+# command line: the start-up leaves metrics off when the port was taken before), must hold it.
+metrics_holder_check() {
+  local pid port uid gid
+  pid=$(sed -nE 's/^diskinfo +RUNNING +pid ([0-9]+),.*/\1/p' <<<"$status")
+  [[ -n $pid ]] || return 0
+  port=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n '/^--metrics-port$/{n;p;q}')
+  [[ $port =~ ^[1-9][0-9]{0,4}$ ]] || return 0
+  uid=$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+  gid=$(awk '/^Gid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+  [[ $uid =~ ^[0-9]+$ && $gid =~ ^[0-9]+$ ]] || return 0
+  timeout -k 1 3 setpriv --reuid="$uid" --regid="$gid" --clear-groups \
+    python3 -I "${BASH_SOURCE[0]%/*}/metrics-holder-check.py" "$port" "$pid"
+}
+if grep -qx diskinfo "$state/services" && ! metrics_holder_check; then
+  rc=1
+fi
 
 if grep -qx jupyter "$state/services" \
   && ! curl -fsS -o /dev/null --max-time 3 "http://127.0.0.1:$JUPYTER_PORT/api"; then

@@ -67,3 +67,54 @@ def test_a_fifo_raced_under_the_heartbeat_blocks_no_root_process(container, wait
     code, out = running.exec(["python3", "-I", "-c", BLOCKED])
     assert code == 0 and out.strip() == "", f"root processes left behind:\n{out}"
     print(f"\n{len(outcomes)} health checks raced, none blocked")
+
+
+# jovyan's taker: kill the monitor, listen on its port before supervisord starts it again, and
+# answer every request with a forged /status
+TAKER = r"""
+import json, os, signal, socket, subprocess, sys
+port = int(sys.argv[1])
+found = subprocess.run(["pgrep", "-u", "jovyan", "-f", "diskinfo watch"], capture_output=True,
+                       text=True).stdout.split()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+os.kill(int(found[0]), signal.SIGKILL)
+for _ in range(10**6):
+    try:
+        s.bind(("0.0.0.0", port))
+        break
+    except OSError:
+        pass
+s.listen(8)
+body = json.dumps({"pressure": "saturated", "verdict": "forged \x1b[2J"}).encode()
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    c.close()
+"""
+
+
+def test_a_taken_metrics_port_fools_its_readers_but_not_the_health_check(container, wait_until):
+    running = container("sleep", "600")
+    wait_until(lambda: running.health() == "healthy", 90, lambda: f"health: {running.health()}")
+    port = running.ports["METRICS_PORT"]
+    monitor = running.supervisor_pid("diskinfo")
+    running.obj.exec_run(["python3", "-c", TAKER, str(port)], user="jovyan", detach=True)
+
+    def forged() -> str | None:
+        code, out = running.exec(["diskinfo", "status"], user="jovyan", timeout=10)
+        return out if code == 0 and "forged" in out else None
+
+    out = wait_until(forged, 30, "jovyan never took the metrics port")
+    assert "\\u001b[2J" in out and "\x1b" not in out  # what it serves is escaped
+    wait_until(lambda: running.supervisor_pid("diskinfo") not in (0, monitor), 30, "no restart")
+
+    def unhealthy_check() -> str | None:
+        code, out = running.exec([HEALTHCHECK])
+        return out if code == 1 and "is held by" in out else None
+
+    out = wait_until(unhealthy_check, 30, "the health check passed with the port taken")
+    assert f"the metrics port {port} is held by another process (uid 1000)" in out, out
+    assert "not by the diskinfo monitor" in out
+    wait_until(lambda: running.health() == "unhealthy", 40, "the container stayed healthy")
