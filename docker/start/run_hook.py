@@ -3,7 +3,7 @@
 `timeout HOOK | while read` hangs for ever when the hook leaves a background process (`sleep
 600 &`) holding its output open, and stops only the hook, not its children. Here the hook gets
 its own session and process group and a pipe of its own; its output lines are printed as they
-come; at the deadline the whole group gets SIGTERM, then SIGKILL, and we stop reading whatever
+come, control characters escaped; at the deadline the whole group gets SIGTERM, then SIGKILL, and we stop reading whatever
 still holds the pipe. Background processes that closed the hook's output are left running.
 
   run_hook.py TIMEOUT RESULT_FILE COMMAND...
@@ -24,6 +24,15 @@ import time
 
 MAX_LINE = 4096
 GRACE = 2.0
+
+
+def printable(text: str) -> str:
+    """A hook's line as docker logs may show it: control and format characters (escape
+    sequences, a carriage return that would overwrite the line's prefix, bidi overrides)
+    escaped as `\\x1b`, so a hook can colour nothing and forge no other line; tabs stay."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == "\t" else ascii(ch)[1:-1] for ch in text)
 
 
 def _kill_group(pgid: int) -> None:
@@ -55,8 +64,7 @@ def run(command: list[str], timeout: float, out=sys.stdout) -> str:
     pending = b""
 
     def emit(data: bytes) -> None:
-        text = data.decode(errors="replace").rstrip("\r")
-        out.write(text[:MAX_LINE] + "\n")
+        out.write(printable(data.decode(errors="replace").rstrip("\r")[:MAX_LINE]) + "\n")
         out.flush()
 
     eof = False

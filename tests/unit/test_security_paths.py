@@ -6,10 +6,12 @@ from __future__ import annotations
 import io
 import os
 import stat
+import subprocess
 import time
 
 import pytest
 
+from tests.helpers import ROOT
 from tests.helpers.scripts import load
 
 safe_paths = load("shared/safe_paths.py")
@@ -154,6 +156,34 @@ def test_a_quick_hook_reports_its_status_and_detached_jobs_may_stay():
     start = time.monotonic()
     assert run_hook.run(["sh", "-c", "sleep 2 >/dev/null 2>&1 &"], 5, io.StringIO()) == "exit 0"
     assert time.monotonic() - start < 1.5
+
+
+def test_a_hooks_output_forges_no_log_line_and_no_escape_code():
+    out = io.StringIO()
+    forged = "ok\\r\\x1b[2K2026-01-01 [INFO] all clear\\x1b]0;owned\\x07 \\u202egnp.exe"
+    result = run_hook.run(["printf", forged + "\\nsecond\\n"], 5, out)
+    assert result == "exit 0"
+    assert out.getvalue().splitlines() == [
+        "ok\\r\\x1b[2K2026-01-01 [INFO] all clear\\x1b]0;owned\\x07 \\u202egnp.exe",
+        "second",
+    ]
+
+
+def test_a_hooks_file_name_is_one_startup_log_line(tmp_path):
+    """The name is the user's (/workspace/.startup.d): a newline or escape code in it must
+    not start a line of its own in docker logs."""
+    script = ROOT / "docker/start/init.d/00-startup-log.sh"
+    name = "x\n2026-01-01 00:00:00 INFO[forged] root shell opened\x1b[8m"
+    out = subprocess.run(
+        ["bash", "-c", f'. {script}; startup_log INFO "startup hook $1: running as root"',
+         "sh", name],
+        env={"STARTUP_STATE_DIR": str(tmp_path), "PATH": os.environ["PATH"]},
+        capture_output=True, text=True, timeout=10,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (line,) = out.stderr.splitlines()
+    assert line.endswith("startup hook x?2026-01-01 00:00:00 INFO[forged] root shell opened?[8m:"
+                         " running as root"), line  # fmt: skip
 
 
 def test_log_tee_takes_sizes_with_units(tmp_path):

@@ -12,11 +12,13 @@
 STARTUP_LOG_FD=
 STARTUP_LOG_PID=
 
-# startup_log LEVEL MESSAGE...
+# startup_log LEVEL MESSAGE...: one line whatever MESSAGE holds (a hook's file name is the
+# user's): control characters, newlines and escape codes among them, become '?'.
 startup_log() {
-  local level=$1
+  local level=$1 text
   shift
-  startup_log_text "${level}[$(date -u '+%Y-%m-%d %H:%M:%S')] $*"
+  text=$*
+  startup_log_text "${level}[$(date -u '+%Y-%m-%d %H:%M:%S')] ${text//[[:cntrl:]]/?}"
 }
 
 # startup_log_text TEXT: TEXT as it is (the banner), to docker logs and startup.log.

@@ -56,7 +56,7 @@ run_startup_hook() {
       startup_log ERROR "startup hook $hook: stopped after ${STARTUP_HOOK_TIMEOUT} s" \
         "(STARTUP_HOOK_TIMEOUT), with its whole process group; starting anyway" ;;
   esac
-  case $result in "exit 0") ;; *) printf '%s %s\n' "$result" "$hook" >>"$STARTUP_STATE_DIR/failed-hooks" ;; esac
+  case $result in "exit 0") ;; *) printf '%s %s\n' "$result" "${hook//[[:cntrl:]]/?}" >>"$STARTUP_STATE_DIR/failed-hooks" ;; esac
   return 0
 }
 
