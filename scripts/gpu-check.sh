@@ -16,7 +16,9 @@ out=${1:-$repo/docs/validation}
 py=${PYTHON:-python3}
 mkdir -p "$out"
 probe='import torch; print(torch.version.cuda or "", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no-gpu", sep="|")'
-info=$("$py" -c "$probe" 2>/dev/null || echo "|no-torch")
+# from /: `python3 -c` puts its working directory first on sys.path, and the caller's (root's,
+# on a GPU host) could hold a torch.py; -I would also drop a user-site torch
+info=$(cd / && "$py" -c "$probe" 2>/dev/null || echo "|no-torch")
 expect=${EXPECT_CUDA:-${info%%|*}}
 gpu=$(printf '%s' "${info#*|}" | tr -c 'A-Za-z0-9.\n-' '-')
 name="$out/$(date -u +%Y%m%dT%H%M%SZ)-$gpu"

@@ -52,3 +52,16 @@ def test_gpu_check_runs_each_pattern_and_writes_its_report(tmp_path: Path, patte
     judged = [g["index"] for g in result["gpus"] if g["training"]]
     assert judged == ([] if pattern == "idle" else [0]), result["gpus"]
     assert (out / report.name.replace(".json", ".txt")).read_text().startswith("pattern")
+
+
+def test_gpu_check_imports_nothing_from_the_callers_folder(tmp_path: Path):
+    """Run as root from a folder others write, its `python3 -c` probe imported their torch.py."""
+    marker = tmp_path / "ran"
+    (tmp_path / "torch.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    env = {**os.environ, "PYTHON": sys.executable, "VALIDATE_CUDA": "0",
+           "GPU_CHECK_PATTERNS": "none", "GPU_CHECK_SECONDS": "1"}  # fmt: skip
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu-check.sh"), str(tmp_path / "out")],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert not marker.exists()
