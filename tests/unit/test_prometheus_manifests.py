@@ -176,3 +176,32 @@ def test_labeler_mirrors_pressure_into_the_node_label(docs, tmp_path):
     assert call["body"] == {"metadata": {"labels": {"diskinfo.io/storage-pressure": "saturated"}}}
     assert "diskinfo.io/storage-pressure=saturated" in out.stdout
     assert TOKEN not in out.stdout + out.stderr
+
+
+def test_labeler_puts_only_the_four_states_on_the_node(docs, tmp_path):
+    """A /status served by whoever holds the metrics port: any other pressure is 'unknown'."""
+    from tests.helpers.hostile_monitor import HostileMonitor
+
+    script = tmp_path / "label_node.py"
+    script.write_text(docs["ConfigMap"]["data"]["label_node.py"])
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    (sa / "token").write_text(TOKEN + "\n")
+    api = ThreadingHTTPServer(("127.0.0.1", 0), FakeNodeAPI)
+    threading.Thread(target=api.serve_forever, daemon=True).start()
+    FakeNodeAPI.calls = []
+    try:
+        with HostileMonitor("json", {"pressure": "drained-by-me"}) as monitor:
+            env = dict(os.environ, NODE_NAME="gpu-node-07", SA_DIR=str(sa), ROUNDS="2",
+                       KUBE_API=f"http://127.0.0.1:{api.server_address[1]}", PERIOD_S="0.05",
+                       DISKINFO_STATUS_URL=monitor.url)  # fmt: skip
+            out = subprocess.run(
+                [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+            )
+    finally:
+        api.shutdown()
+        api.server_close()
+    assert out.returncode == 0, out.stderr
+    assert [c["body"] for c in FakeNodeAPI.calls] == [
+        {"metadata": {"labels": {"diskinfo.io/storage-pressure": "unknown"}}}
+    ]
