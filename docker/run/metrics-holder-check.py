@@ -30,9 +30,9 @@ def listeners(port: int) -> dict[str, str]:
                 next(f, None)
                 for line in f:
                     fields = line.split()
-                    if len(fields) > 9 and fields[3] == LISTEN:
-                        if int(fields[1].rsplit(":", 1)[1], 16) == port:
-                            found[fields[9]] = fields[7]
+                    listens = len(fields) > 9 and fields[3] == LISTEN
+                    if listens and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        found[fields[9]] = fields[7]
         except (OSError, ValueError):
             continue
     return found

@@ -3,8 +3,9 @@
 `timeout HOOK | while read` hangs for ever when the hook leaves a background process (`sleep
 600 &`) holding its output open, and stops only the hook, not its children. Here the hook gets
 its own session and process group and a pipe of its own; its output lines are printed as they
-come, control characters escaped; at the deadline the whole group gets SIGTERM, then SIGKILL, and we stop reading whatever
-still holds the pipe. Background processes that closed the hook's output are left running.
+come, control characters escaped; at the deadline the whole group gets SIGTERM, then SIGKILL,
+and we stop reading whatever still holds the pipe. Background processes that closed the
+hook's output are left running.
 
   run_hook.py TIMEOUT RESULT_FILE COMMAND...
 

@@ -30,6 +30,7 @@ Exit 0 unless the arguments are wrong; slurmd does not act on the exit status.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -63,10 +64,8 @@ def fetch(url: str, timeout: float) -> dict:
     def cut() -> None:  # a blocked read returns at once once its socket is shut down
         expired.set()
         for sock in held:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     timer = threading.Timer(timeout, cut)
     timer.start()
@@ -146,7 +145,8 @@ def _reason(doc: dict, at_least: int) -> str:
     if mounts:
         n = mounts[0]
         rtt = _number(n.get("read_rtt_ms"))
-        return f"{PREFIX} NFS {printable(n.get('mount'), 60)} {n['pressure']}, read RTT {rtt:.0f} ms"
+        mount = printable(n.get("mount"), 60)
+        return f"{PREFIX} NFS {mount} {n['pressure']}, read RTT {rtt:.0f} ms"
     verdict = printable(doc.get("verdict") or "no verdict", 80)
     return f"{PREFIX} storage {doc['pressure']} ({verdict})"
 
@@ -209,7 +209,8 @@ def main() -> int:
                 print(f"diskinfo healthcheck: {node}: drained: {text}")
         elif ours and pressure == "ok":
             update(scontrol, node, "State=RESUME")
-            print(f"diskinfo healthcheck: {node}: resumed, storage {pressure} (was: {printable(why)})")
+            was = printable(why)
+            print(f"diskinfo healthcheck: {node}: resumed, storage {pressure} (was: {was})")
     except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
         print(f"diskinfo healthcheck: {node}: scontrol failed: {exc}", file=sys.stderr)
     return 0

@@ -48,7 +48,7 @@ class HostileMonitor:
             def log_message(self, *_: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 if monitor.mode == "json":

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 HEALTHCHECK = "/usr/local/lib/pytorch-cuda/run/healthcheck.sh"

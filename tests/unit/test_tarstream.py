@@ -494,7 +494,7 @@ def test_a_gzipped_shard_gunzips_to_its_ratio_and_floor(tmp_path: Path) -> None:
     data = member("a/0001.npy", b"\0" * (32 * MiB)) + END
     path = tmp_path / "zeros.tar.gz"
     path.write_bytes(gzip.compress(data))
-    (name, got), = list(tar_members(path))
+    ((name, got),) = list(tar_members(path))
     assert name == "a/0001.npy" and len(got) == 32 * MiB
 
 

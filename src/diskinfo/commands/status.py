@@ -11,6 +11,7 @@ JSON with every control and non-ASCII character escaped (`json.dumps`' default).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -55,10 +56,8 @@ def read_bounded(url: str, timeout: float, cap: int = MAX_REPLY) -> bytes:
     def cut() -> None:
         expired.set()
         for sock in held:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     timer = threading.Timer(timeout, cut)
     timer.daemon = True
