@@ -4,6 +4,9 @@ test chooses, a flood, or a trickle, the attacks a consumer of `/status` must su
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,3 +84,28 @@ class HostileMonitor:
                     pass
 
         return Handler
+
+
+def run_measured(
+    argv: list[str], env: dict[str, str] | None = None, timeout: float = 40
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """Run a consumer: its result, the seconds it took and its own peak memory in MiB (wait4's
+    rusage of that one child: RUSAGE_CHILDREN would be the largest of every child so far)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - start > timeout:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.02)
+        elapsed = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(argv, proc.returncode, out.read(), err.read())
+    return done, elapsed, usage.ru_maxrss / 1024

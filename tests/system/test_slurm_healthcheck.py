@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.hostile_monitor import HostileMonitor
+from tests.helpers.hostile_monitor import HostileMonitor, run_measured
 from tests.helpers.net import free_port
 
 HEALTHCHECK = ROOT / "monitoring/slurm/healthcheck.py"
@@ -78,20 +76,13 @@ def run_against(tmp_path: Path, url: str, timeout: str = "3") -> tuple[dict, lis
     scontrol, calls = recording_scontrol(tmp_path)
     env = {"SLURMD_NODENAME": "gpu-node-07", "SCONTROL": str(scontrol),
            "DISKINFO_STATUS_URL": url, "DISKINFO_TIMEOUT": timeout}  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, str(HEALTHCHECK)], env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    start = time.monotonic()
-    try:
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    elapsed = time.monotonic() - start
-    _, _, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if usage is None else 0
+    done, elapsed, peak = run_measured([sys.executable, str(HEALTHCHECK)], env=env, timeout=30)
     argv = [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
-    return {"rc": proc.returncode, "out": out, "err": err, "elapsed": elapsed}, argv, peak
+    return (
+        {"rc": done.returncode, "out": done.stdout, "err": done.stderr, "elapsed": elapsed},
+        argv,
+        peak,
+    )
 
 
 def test_a_forged_status_drains_with_a_printable_bounded_reason(tmp_path: Path):

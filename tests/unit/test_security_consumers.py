@@ -5,36 +5,16 @@ publishes"). The Slurm health check's twins: tests/system/test_slurm_healthcheck
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 
-from tests.helpers.hostile_monitor import HostileMonitor
+from tests.helpers.hostile_monitor import HostileMonitor, run_measured
 
 
 def status(url: str, timeout: str = "3") -> tuple[subprocess.CompletedProcess, float, float]:
     """`diskinfo status --url URL`: its result, seconds taken and peak memory in MiB."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "diskinfo.cli", "status", "--url", url, "--timeout", timeout],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        out, err = proc.communicate(timeout=40)
-    finally:
-        proc.kill()
-    elapsed = time.monotonic() - start
-    peak = 0.0
-    try:  # communicate reaped it already on most paths: ask wait4 only when it did not
-        _, _, usage = os.wait4(proc.pid, 0)
-        peak = usage.ru_maxrss / 1024
-    except ChildProcessError:
-        import resource
-
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    return done, elapsed, peak
+    argv = [sys.executable, "-m", "diskinfo.cli", "status", "--url", url, "--timeout", timeout]
+    return run_measured(argv)
 
 
 def test_a_flood_is_cut_at_the_cap():
