@@ -53,7 +53,8 @@ MAX_REASON = 160  # characters of a drain reason: one line of sinfo -R
 
 def fetch(url: str, timeout: float) -> dict:
     """The monitor's /status, read within `timeout` seconds in all (not per read: a reply of a
-    byte a second is cut off) and at most MAX_REPLY bytes, read as they come."""
+    byte a second is cut off) and at most MAX_REPLY bytes, read as they come. The twin of
+    diskinfo.commands.status.read_bounded: this script must run where diskinfo is not."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "http" or not parts.hostname:
         raise ValueError(f"not an http:// URL: {url!r}")

@@ -20,6 +20,7 @@ import yaml
 from diskinfo.record import DeviceFigures, IntervalRecord
 from diskinfo.sinks.prometheus import DEFAULT_PORT, PrometheusSink
 from tests.helpers import ROOT
+from tests.helpers.hostile_monitor import HostileMonitor
 
 MANIFEST = ROOT / "monitoring/kubernetes/daemonset.yaml"
 TOKEN = "eyJhbGciOi-test-service-account-token"
@@ -136,7 +137,9 @@ class FakeNodeAPI(BaseHTTPRequestHandler):
         pass
 
 
-def test_labeler_mirrors_pressure_into_the_node_label(docs, tmp_path):
+def run_labeler(docs, tmp_path, status_url: str, rounds: int) -> subprocess.CompletedProcess:
+    """The ConfigMap's label_node.py against `status_url` and a fake node API (its calls in
+    FakeNodeAPI.calls), `rounds` rounds."""
     script = tmp_path / "label_node.py"
     script.write_text(docs["ConfigMap"]["data"]["label_node.py"])
     sa = tmp_path / "sa"
@@ -144,28 +147,34 @@ def test_labeler_mirrors_pressure_into_the_node_label(docs, tmp_path):
     (sa / "token").write_text(TOKEN + "\n")
     api = ThreadingHTTPServer(("127.0.0.1", 0), FakeNodeAPI)
     threading.Thread(target=api.serve_forever, daemon=True).start()
-    sink = PrometheusSink(0)
     FakeNodeAPI.calls = []
     try:
-        sink.write(
-            IntervalRecord(ts=time.time(), elapsed_s=5, devices=[DeviceFigures("vda", util=99)])
-        )
         env = dict(
             os.environ,
             NODE_NAME="gpu-node-07",
             KUBE_API=f"http://127.0.0.1:{api.server_address[1]}",
             SA_DIR=str(sa),
-            DISKINFO_STATUS_URL=f"http://127.0.0.1:{sink.port}/status",
-            ROUNDS="3",
+            DISKINFO_STATUS_URL=status_url,
+            ROUNDS=str(rounds),
             PERIOD_S="0.05",
         )
-        out = subprocess.run(
+        return subprocess.run(
             [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
         )
     finally:
-        sink.close()
         api.shutdown()
         api.server_close()
+
+
+def test_labeler_mirrors_pressure_into_the_node_label(docs, tmp_path):
+    sink = PrometheusSink(0)
+    try:
+        sink.write(
+            IntervalRecord(ts=time.time(), elapsed_s=5, devices=[DeviceFigures("vda", util=99)])
+        )
+        out = run_labeler(docs, tmp_path, f"http://127.0.0.1:{sink.port}/status", 3)
+    finally:
+        sink.close()
     assert out.returncode == 0, out.stderr
     # three rounds, one state: one PATCH
     assert len(FakeNodeAPI.calls) == 1
@@ -180,27 +189,8 @@ def test_labeler_mirrors_pressure_into_the_node_label(docs, tmp_path):
 
 def test_labeler_puts_only_the_four_states_on_the_node(docs, tmp_path):
     """A /status served by whoever holds the metrics port: any other pressure is 'unknown'."""
-    from tests.helpers.hostile_monitor import HostileMonitor
-
-    script = tmp_path / "label_node.py"
-    script.write_text(docs["ConfigMap"]["data"]["label_node.py"])
-    sa = tmp_path / "sa"
-    sa.mkdir()
-    (sa / "token").write_text(TOKEN + "\n")
-    api = ThreadingHTTPServer(("127.0.0.1", 0), FakeNodeAPI)
-    threading.Thread(target=api.serve_forever, daemon=True).start()
-    FakeNodeAPI.calls = []
-    try:
-        with HostileMonitor("json", {"pressure": "drained-by-me"}) as monitor:
-            env = dict(os.environ, NODE_NAME="gpu-node-07", SA_DIR=str(sa), ROUNDS="2",
-                       KUBE_API=f"http://127.0.0.1:{api.server_address[1]}", PERIOD_S="0.05",
-                       DISKINFO_STATUS_URL=monitor.url)  # fmt: skip
-            out = subprocess.run(
-                [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
-            )
-    finally:
-        api.shutdown()
-        api.server_close()
+    with HostileMonitor("json", {"pressure": "drained-by-me"}) as monitor:
+        out = run_labeler(docs, tmp_path, monitor.url, 2)
     assert out.returncode == 0, out.stderr
     assert [c["body"] for c in FakeNodeAPI.calls] == [
         {"metadata": {"labels": {"diskinfo.io/storage-pressure": "unknown"}}}
