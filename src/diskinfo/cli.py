@@ -19,7 +19,7 @@ from typing import NoReturn
 from diskinfo import __version__
 from diskinfo.commands import LOG_DIR
 from diskinfo.errors import Terminated, UserError, interrupted_exit, printable
-from diskinfo.privileges import drop_for
+from diskinfo.privileges import decide
 from diskinfo.units import MIB, RULE, size_arg
 
 
@@ -66,6 +66,15 @@ def progress_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def as_root_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--as-root",
+        action="store_true",
+        help="started as root, stay root instead of becoming NB_USER; every path must then "
+        "be one only root can write (also DISKINFO_AS_ROOT=1; see docs/security.md)",
+    )
+
+
 def verb(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse.ArgumentParser:
     """A subcommand whose own --help opens with the line `diskinfo --help` lists it by."""
     return sub.add_parser(name, help=summary, description=summary)
@@ -91,6 +100,7 @@ def build_parser() -> OneLineParser:
     p = verb(sub, "resolve", "show path -> mount -> device -> physical disks")
     p.add_argument("paths", nargs="+", metavar="PATH", help="a file or directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    as_root_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.resolve"))
 
     # --- watch ---
@@ -128,6 +138,7 @@ def build_parser() -> OneLineParser:
         help="serve Prometheus /metrics and /status on this port (0 = off)",
     )
     p.add_argument("--metrics-addr", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    as_root_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.watch"))
 
     # --- bench ---
@@ -145,6 +156,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--baseline", default=None, help="store file (default: see docs/report.md)")
     p.add_argument("--no-save", action="store_true", help="measure only, store nothing")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    as_root_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.bench"))
 
     # --- report ---
@@ -166,6 +178,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--png", default=None, help="timeline PNG path (default: next to the JSONL)")
     p.add_argument("--no-png", action="store_true", help="print the summary only")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    as_root_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.report"))
 
     # --- status ---
@@ -230,6 +243,7 @@ def build_parser() -> OneLineParser:
     )
     p.add_argument("--force", action="store_true", help="overwrite a pack already in DEST")
     progress_flag(p)
+    as_root_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.pack"))
 
     # --- tune: choose DataLoader settings by measurement ---
@@ -304,7 +318,7 @@ def _terminate(signum: int, _frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `diskinfo` program (argv None: the process's own arguments, and the process is
-    the command's, so a root run may give up root for good, `privileges`); a caller passing
+    the command's, so a root run gives up root for good, `privileges`); a caller passing
     `argv` keeps its own identity (tests, notebooks calling the verbs in-process)."""
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -313,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         before = {signum: signal.signal(signum, _terminate) for signum in TERMINATING}
     try:
         if argv is None:
-            drop_for(args)  # run as root: become the owner of the folder the verb writes
+            decide(args)  # started as root: become NB_USER, or stay root on root's paths only
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"diskinfo: error: {printable(str(exc))}", file=sys.stderr)

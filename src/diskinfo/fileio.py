@@ -159,3 +159,75 @@ def read_regular(path: Path | str, cap: int) -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+def _others_may_write(st: os.stat_result) -> bool:
+    """Whether an account other than root could change this inode (write into it, or, as its
+    owner, chmod it)."""
+    return st.st_uid != 0 or bool(st.st_mode & 0o002) or bool(st.st_mode & 0o020 and st.st_gid)
+
+
+def _walk_root_only(path: str, links_end_walk: bool) -> str | None:
+    """Walk the absolute `path` from `/` with O_PATH|O_NOFOLLOW descriptors, each component
+    opened relative to the one above: the first prefix another account could change, or None.
+    A component may sit in a folder others write only when that folder is sticky and the
+    component is root's (/tmp/root-folder); the last one must be root's alone. A link ends the
+    walk when `links_end_walk` (the named path: the folder holding it is root's alone, and
+    where it leads is the resolved path's walk), else it is an answer (a resolved path holds
+    no link unless someone swapped one in meanwhile)."""
+    parts = [p for p in path.split("/") if p]
+    flags = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open("/", flags | os.O_DIRECTORY)
+    where = "/"
+    try:
+        st = os.fstat(fd)
+        for i, name in enumerate(parts):
+            try:
+                child = os.open(name, flags, dir_fd=fd)
+            except OSError:
+                return os.path.join(where, name)
+            os.close(fd)
+            fd, parent, st = child, st, os.fstat(child)
+            if _others_may_write(parent) and not (parent.st_mode & stat.S_ISVTX and st.st_uid == 0):
+                return where
+            where = os.path.join(where, name)
+            if stat.S_ISLNK(st.st_mode):
+                return None if links_end_walk else where
+            if not stat.S_ISDIR(st.st_mode) and i < len(parts) - 1:
+                return where
+        return where if _others_may_write(st) else None
+    finally:
+        os.close(fd)
+
+
+def not_root_only(path: Path | str) -> str | None:
+    """The first part of `path` an account other than root could write, replace or swap for a
+    link (so root acting on `path` would act where that account chooses), or None when root
+    alone controls all of it. Both the path as named and as resolved are checked, every
+    component by descriptor, never following a link; a path that does not exist yet is judged
+    by the nearest folder above it that does (where it would be made). Nothing is opened for
+    reading: a FIFO or a device on the way cannot block."""
+    named = os.path.abspath(path)
+    while not os.path.lexists(named) and named != "/":
+        named = os.path.dirname(named)
+    real = os.path.realpath(named)
+    return _walk_root_only(named, links_end_walk=True) or _walk_root_only(
+        real, links_end_walk=False
+    )
+
+
+class RootOnlyTrees:
+    """`not_root_only` for many files below few folders (a pack's SRC): each folder is walked
+    once. Sound because a folder root alone controls cannot change under us."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str | None] = {}
+
+    def problem(self, real_path: str, st: os.stat_result) -> str | None:
+        """For a file whose resolved path and stat (of what was opened) are given."""
+        folder = os.path.dirname(real_path)
+        if folder not in self._folders:
+            self._folders[folder] = not_root_only(folder)
+        if (found := self._folders[folder]) is not None:
+            return found
+        return real_path if _others_may_write(st) else None

@@ -112,3 +112,32 @@ def test_read_regular_refuses_links_fifos_and_floods(tmp_path):
     for name in ("link.json", "fifo.json", "big.json"):
         with pytest.raises(OSError):
             read_regular(tmp_path / name, 10)
+
+
+@needs_root
+def test_not_root_only_names_the_first_part_another_account_controls(open_tmp_path):
+    not_root_only = fileio.not_root_only
+    root_dir = open_tmp_path / "root"
+    root_dir.mkdir()
+    users = open_tmp_path / "users"
+    users.mkdir()
+    os.chown(users, 1234, 1234)
+    (users / "to-root").symlink_to(root_dir)  # the user's link to root's folder
+    (root_dir / "to-users").symlink_to(users)  # root's link into the user's folder
+    shared = open_tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o775)
+    os.chown(shared, 0, 1234)  # group-writable by another group
+    fifo = root_dir / "fifo"
+    os.mkfifo(fifo)
+    assert not_root_only(root_dir) is None
+    assert not_root_only(root_dir / "not-yet" / "made") is None  # made in root's folder
+    assert not_root_only(fifo) is None  # looked at, never opened: no block
+    assert not_root_only(users / "x") == str(users)
+    assert not_root_only(users / "to-root" / "x") == str(users)  # the link could be swapped
+    assert not_root_only(root_dir / "to-users" / "x") == str(users)  # where it leads
+    assert not_root_only(shared) == str(shared)
+    assert not_root_only("/tmp") == "/tmp"  # everyone may write there
+    assert not_root_only("/tmp/made-here-later") == "/tmp"  # someone could make it first
+    assert not_root_only(open_tmp_path) is None  # root's folder in sticky /tmp
+    assert not_root_only("/") is None

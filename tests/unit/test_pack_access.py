@@ -1,5 +1,5 @@
-"""A pack run as root on a user's SRC into a user's DEST: links planted by that user reach
-neither root-only files (read into the shards) nor files outside DEST (written or chowned)."""
+"""A pack running as root reads only from trees root alone controls, and links planted in a
+user's DEST reach nothing outside it (written or chowned)."""
 
 from __future__ import annotations
 
@@ -40,47 +40,57 @@ def _shard_bytes(dest: Path) -> bytes:
     return b"".join(p.read_bytes() for p in dest.glob("shard-*.tar"))
 
 
-def test_a_link_to_what_the_owner_cannot_read_is_refused(open_tmp_path):
-    secret = _secret(open_tmp_path)
+def test_a_users_src_is_refused_before_anything_is_read(open_tmp_path):
+    """Run as root (in-process here; the program becomes NB_USER first), a SRC another account
+    can write is refused: its links could lead anywhere root can read."""
     src = _user_tree(open_tmp_path)
-    (src / "a" / "9.txt").symlink_to(secret)
-    with pytest.raises(UserError, match=r"9\.txt: uid 1234, the owner of SRC, may not read it"):
+    (src / "a" / "9.txt").symlink_to(_secret(open_tmp_path))
+    with pytest.raises(UserError, match=f"cannot read {src}: {src} is writable by an account"):
         pack(src, open_tmp_path / "out")
-    assert b"secret" not in _shard_bytes(open_tmp_path / "out")
+    assert not (open_tmp_path / "out").exists()
 
 
-def test_a_link_to_a_directory_the_owner_cannot_list_is_refused(open_tmp_path):
-    hidden = open_tmp_path / "private"
-    hidden.mkdir(mode=0o700)
-    (hidden / "k.txt").write_text("secret\n")
-    src = _user_tree(open_tmp_path)
-    (src / "b").symlink_to(hidden)
-    with pytest.raises(UserError, match="may not read it"):
+def _root_tree(open_tmp_path: Path) -> Path:
+    src = open_tmp_path / "rootsrc"
+    (src / "a").mkdir(parents=True)
+    for i in range(3):
+        (src / "a" / f"{i}.txt").write_text(f"{i}\n")
+    return src
+
+
+def test_a_link_out_of_roots_src_into_a_users_tree_is_refused(open_tmp_path):
+    users = _user_tree(open_tmp_path)  # the user may swap its files for links at any time
+    src = _root_tree(open_tmp_path)
+    (src / "a" / "9.txt").symlink_to(users / "a" / "0.txt")
+    with pytest.raises(UserError, match=r"9\.txt: \S+/src is writable by an account other than"):
+        pack(src, open_tmp_path / "out")
+    (src / "a" / "9.txt").unlink()
+    (src / "b").symlink_to(users / "a")  # a class folder that is the user's
+    with pytest.raises(UserError, match="writable by an account other than root"):
         pack(src, open_tmp_path / "out")
 
 
 def test_a_link_swapped_after_the_scan_is_judged_when_opened(open_tmp_path):
-    secret = _secret(open_tmp_path)
-    src = _user_tree(open_tmp_path)
+    """The scan saw a root file; by the read, the link leads into a user's folder."""
+    users = _user_tree(open_tmp_path)
+    src = _root_tree(open_tmp_path)
     benign = open_tmp_path / "benign.txt"
-    benign.write_text("fine\n")
+    benign.write_text("0\n")
     (src / "a" / "9.txt").symlink_to(benign)
     found = scan(src, None, source_owner(src))
     (src / "a" / "9.txt").unlink()
-    (src / "a" / "9.txt").symlink_to(secret)  # same size: only the open can tell
-    secret.write_text("five\n")
-    secret.chmod(0o600)
+    (src / "a" / "9.txt").symlink_to(users / "a" / "0.txt")  # same size: only the open can tell
     dest = open_tmp_path / "out"
     dest.mkdir()
-    with pytest.raises(UserError, match="may not read it"):
+    with pytest.raises(UserError, match="writable by an account other than root"):
         write_shard(dest, shard_name(0), found.samples, source_owner(src))
     assert os.listdir(dest) == []
 
 
-def test_what_the_owner_may_read_is_packed(open_tmp_path):
-    src = _user_tree(open_tmp_path)
+def test_roots_own_files_are_packed_links_included(open_tmp_path):
+    src = _root_tree(open_tmp_path)
     shared = open_tmp_path / "shared.txt"
-    shared.write_text("public\n")  # root's, 0644: anyone may read it
+    shared.write_text("public\n")
     (src / "a" / "9.txt").symlink_to(shared)
     manifest = pack(src, open_tmp_path / "out")
     assert manifest["samples"] == 4

@@ -12,9 +12,8 @@
   are skipped, and counted in the manifest;
 - symbolic links are followed, to directories too, as ImageFolder follows them (a class that
   is a link to a directory elsewhere is a class, numbered among the others); a link back to a
-  directory above it is an error, not an endless walk. Run as root on a SRC another user owns,
-  a link (or anything else) leading to what that owner may not read is an error
-  (`access`), never packed.
+  directory above it is an error, not an endless walk. Run as root, a link (or anything
+  else) leading out of the trees root alone controls is an error (`access`), never packed.
 
 Memory does not grow with SRC: each directory is read as it is listed (a folder of a million
 files is never a list), and the files are sorted into key order on disk (`runs`), where the
@@ -143,7 +142,7 @@ def scan(
 ) -> Scan:
     """Walk SRC and group files into samples in key order (see the module docstring).
     `dest`: refused if a link in SRC leads to it (a second run would pack its shards).
-    `owner`: whose read access bounds what is packed (`access.source_owner`). `where`: the
+    `owner`: the rule a pack running as root reads by (`access.source_owner`). `where`: the
     folder of the temporary files the samples are sorted and kept in (`runs`)."""
     walk = _Walk(src, dest, owner)
     kept = Records(where)

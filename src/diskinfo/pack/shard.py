@@ -112,7 +112,7 @@ def write_shard(
     label_member: bool = True,
 ) -> dict[str, Any]:
     """Write, fsync, read back from the device, rename. On any failure the temporary file is
-    removed. `owner`: SRC's owner, whose read access bounds a root pack (`access`). The
+    removed. `owner`: the rule a pack running as root reads by (`access`). The
     samples and their bytes come from `spilled` (`spill`: SRC read in disk order) or,
     without it, the bytes of `samples` from SRC itself in the shard's order. `label_member`:
     a labelled sample gets its `cls` member (`--labels member`); without it the class is

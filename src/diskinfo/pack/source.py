@@ -18,8 +18,9 @@ class SourceError(Exception):
 
 
 def open_source(path: str, owner: Owner | None) -> int:
-    """SRC's file for reading, links followed (on purpose) but never to what `owner` could
-    not read; O_NONBLOCK so that a FIFO swapped in after the scan cannot hang the pack."""
+    """SRC's file for reading, links followed (on purpose) but never, as root, out of root's
+    own trees (`access`); O_NONBLOCK so that a FIFO swapped in after the scan cannot hang
+    the pack."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diskinfo.errors import UserError
+from diskinfo.errors import UserError, printable
+from diskinfo.fileio import not_root_only
 
 
 @dataclass
@@ -35,6 +36,16 @@ def _what(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[-1]}" if text else type(exc).__name__
 
 
+def _never_as_root(where: str, spec: str) -> None:
+    """Root imports no code from where another account could put it: the `diskinfo` program
+    gives up root before tune starts (`privileges`); this holds for in-process callers too."""
+    if os.geteuid() == 0 and (part := not_root_only(where)) is not None:
+        raise UserError(
+            f"cannot import {spec} as root: {printable(part)} is writable by an account other "
+            "than root, and tune never runs code from there as root (run it as that user)"
+        )
+
+
 def load_object(spec: str, kind: str = "FACTORY") -> tuple[str, Callable]:
     """'train:make_dataset' or 'path/train.py:make_dataset' -> (name, the callable)."""
     module_name, sep, attr = spec.rpartition(":")
@@ -45,6 +56,7 @@ def load_object(spec: str, kind: str = "FACTORY") -> tuple[str, Callable]:
             path = Path(module_name)
             if not path.is_file():
                 raise UserError(f"no such file: {module_name}")
+            _never_as_root(str(path), spec)
             loader_spec = importlib.util.spec_from_file_location(path.stem, path)
             if loader_spec is None or loader_spec.loader is None:
                 raise UserError(f"cannot import {module_name}: not a Python file")
@@ -53,6 +65,7 @@ def load_object(spec: str, kind: str = "FACTORY") -> tuple[str, Callable]:
             loader_spec.loader.exec_module(module)
         else:
             if os.getcwd() not in sys.path and "" not in sys.path:
+                _never_as_root(os.getcwd(), spec)
                 sys.path.insert(0, os.getcwd())  # as `python -m` does: the user's own modules
             module = importlib.import_module(module_name)
     except UserError:
