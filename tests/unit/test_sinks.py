@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
+
+import pytest
 
 from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures, ProcessIO
 from diskinfo.sinks import rotating
@@ -81,7 +84,10 @@ def test_rotation_by_size_keeps_n_backups(tmp_path):
 
 
 def test_full_device_one_warning_and_sampling_goes_on(tmp_path, monkeypatch):
-    (tmp_path / "diskinfo.jsonl").symlink_to("/dev/full")  # every write: ENOSPC
+    def full(*_args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # every write, as /dev/full
+
+    monkeypatch.setattr(rotating, "_write_all", full)
     err = io.StringIO()
     sink = JsonlSink(str(tmp_path))
     sink.file._stderr = err
@@ -91,6 +97,39 @@ def test_full_device_one_warning_and_sampling_goes_on(tmp_path, monkeypatch):
     sink.close()
     assert err.getvalue().count("diskinfo: warning") == 1 and "No space left" in err.getvalue()
     assert sink.file.dropped == 5
+
+
+def test_planted_links_and_fifos_are_never_written_through_or_waited_on(tmp_path):
+    """The log file is opened relative to the folder's descriptor with O_NOFOLLOW: a link at
+    its name (to root's .bashrc, say) is refused, and so is a FIFO, without blocking."""
+    target = tmp_path / "bashrc"
+    target.write_text("# root's\n")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "diskinfo.log").symlink_to(target)
+    os.mkfifo(logs / "diskinfo.jsonl")
+    for name in ("diskinfo.log", "diskinfo.jsonl"):
+        err = io.StringIO()
+        f = RotatingFile(str(logs / name), stderr=err)
+        assert not f.write("$(. /tmp/x)\n")
+        assert "cannot write" in err.getvalue()
+        f.close()
+    assert target.read_text() == "# root's\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root's rule")
+def test_as_root_a_log_folder_another_account_can_write_is_refused(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.chown(logs, 1234, 1234)
+    err = io.StringIO()
+    f = RotatingFile(str(logs / "diskinfo.log"), stderr=err)
+    assert not f.write("x\n")
+    assert "is writable by an account other than root" in err.getvalue()
+    assert os.listdir(logs) == []
+    (tmp_path / "link").symlink_to(tmp_path)  # the folder itself a link: refused too
+    f = RotatingFile(str(tmp_path / "link" / "diskinfo.log"), stderr=err)
+    assert not f.write("x\n") and not (tmp_path / "diskinfo.log").exists()
 
 
 def test_unwritable_log_dir_then_recovery(tmp_path, monkeypatch):

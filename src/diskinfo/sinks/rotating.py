@@ -4,6 +4,12 @@ A full or read-only log directory must not stop sampling: each kind of failure (
 permission denied, ...) prints one line on stderr, which the image sends to `docker logs`;
 later lines are dropped (and retried now and then) until writing works again, which is
 announced once too. `rotate()` is the one rotation scheme, also used by docker/run/log-tee.py.
+
+Nothing is opened by a name another account could redirect: the folder is opened once (run as
+root, without following a link, and only when root alone controls it: `fileio.not_root_only`),
+each file in it with O_NOFOLLOW relative to that descriptor (a regular file only: a FIFO
+planted there is refused, never waited on), and rotations rename through the descriptor.
+Only after a failure is the folder opened again (a logs folder replaced by a new one).
 """
 
 from __future__ import annotations
@@ -12,25 +18,53 @@ import contextlib
 import errno
 import io
 import os
+import stat
 import time
 from typing import TextIO
 
+from diskinfo.fileio import not_root_only
 from diskinfo.sinks.complaints import SayOnce, kind_of, warn
 
 RETRY_S = 30.0
+FILE_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def rotate(path: str, backups: int) -> None:
+def rotate(path: str, backups: int, dir_fd: int | None = None) -> None:
     """path -> path.1 -> ... -> path.N, the oldest dropped (supervisord's and logging's scheme);
-    with no backups the file is emptied in place."""
+    with no backups the file is emptied in place (never through a link). With `dir_fd`, `path`
+    is a name in that folder and every rename goes through the descriptor."""
     for i in range(backups - 1, 0, -1):
         src = f"{path}.{i}"
-        if os.path.exists(src):
-            os.replace(src, f"{path}.{i + 1}")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(src, f"{path}.{i + 1}", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     if backups > 0:
-        os.replace(path, f"{path}.1")
+        os.replace(path, f"{path}.1", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     else:
-        os.truncate(path, 0)
+        fd = os.open(
+            path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)
+
+
+def open_log_dir(folder: str) -> int:
+    """The log folder's descriptor. Run as root: never through a link, and only a folder root
+    alone controls (else PermissionError: root does not write where another account could
+    swap the files); as a user, the folder they named."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    if os.geteuid() != 0:
+        return os.open(folder, flags)
+    fd = os.open(folder, flags | os.O_NOFOLLOW)
+    if (part := not_root_only(folder)) is not None:
+        os.close(fd)
+        raise PermissionError(
+            errno.EPERM, f"{part} is writable by an account other than root, and this runs as root"
+        )
+    return fd
 
 
 def _reason(exc: Exception, path: str) -> str:
@@ -57,6 +91,7 @@ class RotatingFile:
         self.backups = backups
         self._stderr = stderr
         self._file: io.FileIO | None = None
+        self._dir_fd: int | None = None
         self._size = 0
         self._failed_at: float | None = None
         self._say = SayOnce()  # failure kinds already reported in this outage
@@ -69,28 +104,27 @@ class RotatingFile:
         """The file, unbuffered: each `write` is one write(2) of whole lines (no copy through
         a text layer and a buffer to flush: this runs twice a second)."""
         if self._file is None:
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            self._file = io.FileIO(self.path, "a")
+            folder, name = os.path.split(self.path)
+            if self._dir_fd is None:
+                os.makedirs(folder or ".", exist_ok=True)
+                self._dir_fd = open_log_dir(folder or ".")
+            fd = os.open(name, FILE_FLAGS, 0o644, dir_fd=self._dir_fd)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise OSError(errno.EINVAL, "not a regular file")
+            self._file = io.FileIO(fd, "r+")
             self._size = self._file.seek(0, os.SEEK_END)
-            if self._size and not self._ends_with_newline():
+            if self._size and os.pread(fd, 1, self._size - 1) != b"\n":
                 # end the line a full disk, a kill or a power loss cut, so the first line of
                 # this write is not glued to it (and lost with it)
                 self._size += _write_all(self._file, b"\n")
         return self._file
 
-    def _ends_with_newline(self) -> bool:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                return f.read(1) == b"\n"
-        except OSError:
-            return True
-
     def _rotate(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
-        rotate(self.path, self.backups)
+        rotate(os.path.basename(self.path), self.backups, self._dir_fd)
 
     def write(self, text: str | bytes) -> bool:
         """Append whole lines (text, or bytes already UTF-8); False if they were dropped
@@ -108,6 +142,7 @@ class RotatingFile:
             self._size += _write_all(f, data)
         except (OSError, ValueError) as exc:
             self._close_quietly()
+            self._close_folder()
             self._say(
                 kind_of(exc),
                 f"cannot write {self.path}: {_reason(exc, self.path)}; its lines are dropped "
@@ -130,11 +165,19 @@ class RotatingFile:
                 self._file.close()
             self._file = None
 
+    def _close_folder(self) -> None:
+        """After a failure or at the end: the next write opens the folder again."""
+        if self._dir_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._dir_fd)
+            self._dir_fd = None
+
     def close(self) -> None:
         if self._file is not None:
             with contextlib.suppress(OSError):
                 os.fsync(self._file.fileno())
-            self._close_quietly()
+        self._close_quietly()
+        self._close_folder()
 
 
 def _write_all(f: io.FileIO, data: bytes) -> int:
