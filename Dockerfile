@@ -167,6 +167,11 @@ RUN chmod 0755 /usr/local/bin/entrypoint.sh "$PYTORCH_CUDA_LIB"/run/*.sh \
 # No setuid or setgid program is left (su, passwd, mount, newgrp, chfn, ssh-keysign, ...): NB_USER
 # has no password and no sudo, so none serves them, and each is a program running as root with
 # arguments and an environment NB_USER chooses. sshd and setpriv are started by root and need none.
+# Root's Python imports nothing from a folder NB_USER can write: `docker exec C python3 ...`
+# without -u starts in /workspace, and Python 3.10 has no PYTHONSAFEPATH (root_sys_path.py).
+RUN site=$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))') \
+    && ln -s "$PYTORCH_CUDA_LIB/shared/root_sys_path.py" "$site/pytorch_cuda_root_sys_path.py" \
+    && echo 'import pytorch_cuda_root_sys_path' >"$site/00-pytorch-cuda-root-sys-path.pth"
 
 HEALTHCHECK --interval=5s --timeout=5s --start-period=60s --retries=3 \
     CMD ["/usr/local/lib/pytorch-cuda/run/healthcheck.sh"]

@@ -128,3 +128,52 @@ def test_every_documented_docker_exec_runs_as_the_user():
     assert any(x.startswith("banner: ") for x in execs), "the banner's bench hint is checked"
     as_root = [x for x in execs if not AS_USER.match(x.split(": ", 1)[1])]
     assert not as_root, "docker exec runs as root without -u"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the guard acts for root only")
+def test_root_python_imports_nothing_from_a_folder_another_account_writes(open_tmp_path):
+    """The image's .pth guard (docker/shared/root_sys_path.py) in a real venv, as the
+    Dockerfile installs it: root's `python -c 'import torch'` and `python -m pip` in a folder
+    another account writes get the real modules, not the planted ones; that account's Python
+    in the same folder still imports its own (the user's cwd is theirs). Only `-c` and `-m`,
+    the working directory and PYTHONPATH are used: nothing that needs PYTHONSAFEPATH (3.11+),
+    so the mechanism is the one Python 3.10 runs."""
+    venv = open_tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python3")
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(site) / "pytorch_cuda_root_sys_path.py").symlink_to(
+        ROOT / "docker/shared/root_sys_path.py"
+    )
+    (Path(site) / "00-pytorch-cuda-root-sys-path.pth").write_text(
+        "import pytorch_cuda_root_sys_path\n"
+    )
+    users = open_tmp_path / "workspace"
+    code = users / "code"
+    code.mkdir(parents=True)
+    for folder in (users, code):
+        (folder / "json.py").write_text("import os\nprint('PLANTED', os.geteuid())\n")
+        (folder / "calendar").mkdir()
+        (folder / "calendar" / "__init__.py").write_text("print('PLANTED', 'package')\n")
+        for path in (folder, *folder.rglob("*")):
+            os.lchown(path, 65534, 65534)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(code)}  # an operator's -e PYTHONPATH
+    for argv in (["-c", "import json, calendar; print(json.__file__)"], ["-m", "calendar", "2"]):
+        done = subprocess.run(
+            [python, *argv], cwd=users, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0 and "PLANTED" not in done.stdout, done
+    as_user = subprocess.run(
+        [python, "-c", "import json"], cwd=users, env=env, capture_output=True, text=True,
+        timeout=60, user=65534, group=65534,
+    )  # fmt: skip
+    assert as_user.stdout.startswith("PLANTED 65534"), as_user
+    # root's own folders stay on sys.path: a root-owned working directory imports as before
+    (open_tmp_path / "mine.py").write_text("print('MINE')\n")
+    done = subprocess.run(
+        [python, "-c", "import mine"], cwd=open_tmp_path, capture_output=True, text=True
+    )
+    assert done.stdout == "MINE\n", done

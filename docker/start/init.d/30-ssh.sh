@@ -45,6 +45,17 @@ unset PUBLIC_KEY
 
 if [ -s "$ssh_keys_dir/$NB_USER" ]; then
   export SSHD_ENABLE=1
+  # root writes the private host keys there by name: only in a folder no other account can
+  # write or swap (a named volume's root is root's), never in one NB_USER could fill with links
+  key_dir_made_in=$SSH_HOST_KEY_DIR
+  until [ -e "$key_dir_made_in" ] || [ -L "$key_dir_made_in" ]; do
+    key_dir_made_in=${key_dir_made_in%/*}
+    key_dir_made_in=${key_dir_made_in:-/}
+  done
+  root_can_trust "$key_dir_made_in" || startup_die "SSH_HOST_KEY_DIR=$SSH_HOST_KEY_DIR:" \
+    "$key_dir_made_in can be written by an account other than root; host keys need a folder" \
+    "only root writes (a volume: -v ssh-host-keys:/keys)"
+  unset key_dir_made_in
   mkdir -p "$SSH_HOST_KEY_DIR"
   for type in ed25519 ecdsa rsa; do
     key="$SSH_HOST_KEY_DIR/ssh_host_${type}_key"
