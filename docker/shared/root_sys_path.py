@@ -66,7 +66,9 @@ class RootSysPath:
     """First on sys.meta_path: keeps sys.path to trusted entries, finds nothing itself."""
 
     @staticmethod
-    def find_spec(name, path=None, target=None):  # noqa: ARG004 - the finder protocol
+    def find_spec(name, path=None, target=None):
+        if os.geteuid() != 0:  # root gave up root (`diskinfo tune`): imports as the user
+            return None
         if not all(trusted(entry) for entry in sys.path):
             sys.path[:] = [entry for entry in sys.path if trusted(entry)]
         return None
