@@ -51,9 +51,14 @@ class ReadResult:
 
 def open_direct(path: str, shown: str | None = None) -> int:
     """O_DIRECT read-only descriptor: reads bypass the page cache, as fio --direct=1.
-    `shown`: the path errors name, where `path` is not the user's."""
+    `shown`: the path errors name, where `path` is not the user's. A FIFO or a device is never
+    waited on (O_NONBLOCK, then refused): a regular file only."""
     try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECT)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UserError(f"{shown or path}: not a regular file or directory")
+        return fd
     except OSError as exc:
         if exc.errno == errno.EINVAL:
             raise UserError(

@@ -144,15 +144,24 @@ def write_atomic(
             fsync_dir(dir_fd)
 
 
+def open_regular(path: Path | str, follow: bool = True) -> int:
+    """A read descriptor of a regular file: a FIFO or a device is never waited on (opened
+    with O_NONBLOCK, then refused as an OSError), so a file planted in its place cannot hang
+    the reader. `follow=False`: a link is an OSError (ELOOP) too."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
+
+
 def read_regular(path: Path | str, cap: int) -> bytes:
     """The content of a regular file another user may have named: a link (ELOOP), a FIFO or
-    a device (never opened for blocking reads: O_NONBLOCK) is an OSError, and more than `cap`
-    bytes is one too, so a planted file can neither hang nor flood the reader."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    a device (`open_regular`) is an OSError, and more than `cap` bytes is one too, so a
+    planted file can neither hang nor flood the reader."""
+    fd = open_regular(path, follow=False)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
         data = os.read(fd, cap + 1)
         if len(data) > cap:
             raise OSError(errno.EFBIG, f"larger than {cap} bytes", str(path))

@@ -577,3 +577,12 @@ def test_the_verdict_strip_draws_one_span_per_steady_stretch() -> None:
     many = spans([5.0 * i for i in range(13_800)], [5.0 * i + 5 for i in range(13_800)],
                  ["compute-bound"] * 13_800)  # fmt: skip
     assert many == [(0.0, 69_000.0, "compute-bound")]
+
+
+def test_a_fifo_in_place_of_the_jsonl_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """A FIFO is never waited on (opened non-blocking, refused as not a regular file): the
+    command someone typed returns, with one line."""
+    fifo = tmp_path / "diskinfo.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError, match="cannot read .*diskinfo.jsonl: not a regular file"):
+        load_run(fifo)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from diskinfo.errors import UserError
+from diskinfo.fileio import open_regular
 from diskinfo.record import IntervalRecord, Verdict
 from diskinfo.units import counted
 
@@ -30,7 +31,8 @@ def load_run(path: str | Path, warn: Callable[[str], None] | None = None) -> lis
     A JSON line that is not an interval record is a wrong file: an error."""
     path = Path(path)
     try:
-        text = path.read_text()
+        with os.fdopen(open_regular(path), "rb") as f:  # a FIFO in its place: an error, no hang
+            text = f.read().decode()
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -102,7 +104,7 @@ def last_started(path: Path) -> float | None:
     """`started` of a file's last complete record, read from its tail only (a rotated file is
     50 MiB): whether the run that the next newer file begins with goes on in this one."""
     try:
-        with path.open("rb") as f:
+        with os.fdopen(open_regular(path), "rb") as f:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - TAIL_BYTES))
             tail = f.read()
