@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import atexit
 import io
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -12,7 +16,15 @@ from diskinfo.fileio import write_atomic
 
 
 def pyplot() -> ModuleType | None:
-    """matplotlib.pyplot on the file-only Agg backend; None when matplotlib is missing."""
+    """matplotlib.pyplot on the file-only Agg backend; None when matplotlib is missing. A
+    user with no writable home (`docker run -u "$(id -u)"`: HOME is /) gets a temporary
+    config folder, as matplotlib would make, without its two lines of warning."""
+    config = os.path.join(os.path.expanduser("~"), ".config")
+    if "MPLCONFIGDIR" not in os.environ and not os.access(
+        config if os.path.exists(config) else os.path.dirname(config), os.W_OK
+    ):
+        os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="diskinfo-matplotlib-")
+        atexit.register(shutil.rmtree, os.environ["MPLCONFIGDIR"], True)
     try:
         import matplotlib
 

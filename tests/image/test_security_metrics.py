@@ -99,7 +99,7 @@ def test_a_second_monitor_on_the_same_log_dir_refuses_naming_the_first(monitored
     )
     assert code == 1
     lines = out.strip().splitlines()
-    if user == "root":  # root first became the owner of the log folder, and said so
+    if user == "root":  # root first became NB_USER, and said so
         assert lines.pop(0).startswith("diskinfo: running as jovyan (uid 1000)"), out
     assert len(lines) == 1 and lines[0].startswith("diskinfo: error: another diskinfo monitor")
     assert f"pid {pid}" in lines[0] and "diskinfo watch" in lines[0], lines[0]

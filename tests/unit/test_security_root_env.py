@@ -177,3 +177,29 @@ def test_root_python_imports_nothing_from_a_folder_another_account_writes(open_t
         [python, "-c", "import mine"], cwd=open_tmp_path, capture_output=True, text=True
     )
     assert done.stdout == "MINE\n", done
+
+
+RUN_DISKINFO = re.compile(r"docker run [^`\n]*--entrypoint diskinfo")
+
+
+def test_every_documented_docker_run_of_diskinfo_runs_as_the_caller():
+    """`docker run --entrypoint diskinfo` skips the start-up: as root it would become the
+    image's uid 1000, not the owner of the mounted folder, so the docs give `-u`."""
+    runs = [f"{p.name}: {m.group(0)}" for p in DOCS for m in RUN_DISKINFO.finditer(p.read_text())]
+    assert runs, "README step 4 is checked"
+    assert all(" -u " in r for r in runs), runs
+
+
+def test_every_test_security_md_names_exists():
+    """docs/security.md lists each guarantee with its test: each named test file, and each
+    named test in it, is there."""
+    text = (ROOT / "docs/security.md").read_text()
+    named = set(re.findall(r"(test_[a-z0-9_]+\.py)(?:::([a-z0-9_]+))?", text))
+    assert len(named) > 20, named
+    files = {p.name: p for p in (ROOT / "tests").rglob("test_*.py")}
+    missing = [
+        f"{name}::{test}" if test else name
+        for name, test in sorted(named)
+        if name not in files or (test and f"def {test}(" not in files[name].read_text())
+    ]
+    assert not missing, missing
