@@ -34,6 +34,7 @@ from diskinfo.errors import UserError, printable
 from diskinfo.fileio import not_root_only
 
 USER_ENV = "NB_USER"
+QUIET = ("resolve", "status")  # write and open nothing: their output stays theirs alone
 AS_ROOT_ENV = "DISKINFO_AS_ROOT"
 TRUE = ("1", "true", "yes", "on")
 
@@ -207,6 +208,8 @@ def decide(args: argparse.Namespace) -> None:
         refuse_user_trees(args, f"the verb stays root ({why})")
         return
     become(target)
+    if getattr(args, "command", None) in QUIET:
+        return
     print(
         f"diskinfo: running as {target.describe()}: a verb started as root runs as "
         f"{'NB_USER' if target == account else 'the user sudo came from'} (--as-root keeps "

@@ -5,6 +5,7 @@ process, as root, with real folders of another uid and real links."""
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import subprocess
@@ -88,6 +89,12 @@ def test_with_nb_user_pack_reads_only_what_that_account_may(open_tmp_path):
     assert done.stderr.splitlines()[1:] == [
         f"diskinfo: error: cannot read {src / '9.txt'}: Permission denied"
     ]
+
+
+def test_resolve_becomes_nb_user_quietly_so_its_json_stays_parseable():
+    done = _diskinfo("resolve", "--json", "/", NB_USER="nobody")
+    assert done.returncode == 0 and done.stderr == "", done
+    assert json.loads(done.stdout)["path"] == "/"
 
 
 def test_nb_user_naming_no_account_or_root_stops_with_one_line(open_tmp_path):
