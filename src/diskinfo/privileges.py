@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import pwd
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,10 +162,17 @@ class CacheDropper:
         ask_r, self._ask = os.pipe()
         self._answer, answer_w = os.pipe()
         self.pid = os.fork()
-        if self.pid == 0:  # the helper: never returns into the verb
-            os.close(self._ask)
-            os.close(self._answer)
-            os._exit(self._serve(ask_r, answer_w))
+        if self.pid == 0:  # the helper: never returns into the verb, whatever is raised
+            code = 1
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the verb's to handle
+                for signum in (signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(signum, signal.SIG_DFL)  # not the verb's Terminated
+                os.close(self._ask)
+                os.close(self._answer)
+                code = self._serve(ask_r, answer_w)
+            finally:
+                os._exit(code)
         os.close(ask_r)
         os.close(answer_w)
 
