@@ -62,10 +62,14 @@ def iterated(c: LoaderCounters) -> bool:
 
 
 def state_dir() -> Path:
-    """`$DISKINFO_STATE_DIR` (the image sets /run/diskinfo), else a per-user runtime dir."""
+    """`$DISKINFO_STATE_DIR` (the image sets /run/diskinfo), else a per-user runtime dir;
+    root's is /run/diskinfo, never a name in the shared /tmp that another user could make
+    first (a monitor kept root writes there: `privileges`)."""
     env = os.environ.get(STATE_DIR_ENV)
     if env:
         return Path(env)
+    if os.getuid() == 0:
+        return Path("/run/diskinfo")
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return Path(runtime) / "diskinfo"
