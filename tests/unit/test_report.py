@@ -584,5 +584,5 @@ def test_a_fifo_in_place_of_the_jsonl_is_an_error_not_a_hang(tmp_path: Path) -> 
     command someone typed returns, with one line."""
     fifo = tmp_path / "diskinfo.jsonl"
     os.mkfifo(fifo)
-    with pytest.raises(UserError, match="cannot read .*diskinfo.jsonl: not a regular file"):
+    with pytest.raises(UserError, match=r"cannot read .*diskinfo\.jsonl: not a regular file"):
         load_run(fifo)
