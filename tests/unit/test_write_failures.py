@@ -3,6 +3,7 @@ recovery, sampling never stopped by it. And the one rotation scheme, log-tee's t
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import select
@@ -17,13 +18,21 @@ from diskinfo.sinks.rotating import RotatingFile, rotate
 from tests.helpers import ROOT
 
 
+def _full_disk(*_args: object) -> int:
+    """Every write, as a full disk answers it (the log file is opened with O_NOFOLLOW, so a
+    link to /dev/full would be refused before any write)."""
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
 def test_each_kind_of_failure_is_said_once_and_again_after_a_recovery(tmp_path, monkeypatch):
     monkeypatch.setattr(rotating, "RETRY_S", 0.0)
     path = tmp_path / "diskinfo.log"
     err = io.StringIO()
     f = RotatingFile(str(path), stderr=err)
-    path.symlink_to("/dev/full")  # ENOSPC
+    writes = rotating._write_all
+    monkeypatch.setattr(rotating, "_write_all", _full_disk)  # ENOSPC
     assert not f.write("a\n") and not f.write("b\n")
+    monkeypatch.setattr(rotating, "_write_all", writes)
     path.unlink()
     path.mkdir()  # EISDIR: another kind, said too
     assert not f.write("c\n") and not f.write("d\n")
@@ -35,8 +44,7 @@ def test_each_kind_of_failure_is_said_once_and_again_after_a_recovery(tmp_path, 
     assert f.write("e\n")  # recovered: announced once
     assert "again (4 lines were dropped)" in err.getvalue()
     f.close()  # the next write opens the path again
-    path.unlink()
-    path.symlink_to("/dev/full")
+    monkeypatch.setattr(rotating, "_write_all", _full_disk)
     assert not f.write("f\n")  # the same kind as before, but after a recovery: news again
     assert err.getvalue().count("No space left on device") == 2
 
