@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -86,26 +88,47 @@ class HostileMonitor:
         return Handler
 
 
+# Linux keeps a process's peak RSS across execve, so a consumer forked straight from a
+# pytest that has loaded torch reports pytest's 800 MiB as its own. A small Python forks it
+# instead and writes the wait4 rusage of that one child to the file in argv[1].
+_MEASURE = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+
+
 def run_measured(
     argv: list[str], env: dict[str, str] | None = None, timeout: float = 40
 ) -> tuple[subprocess.CompletedProcess[str], float, float]:
-    """Run a consumer: its result, the seconds it took and its own peak memory in MiB (wait4's
-    rusage of that one child: RUSAGE_CHILDREN would be the largest of every child so far)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    """Run a consumer: its result, the seconds it took and its own peak memory in MiB."""
+    with (
+        tempfile.TemporaryFile("w+") as out,
+        tempfile.TemporaryFile("w+") as err,
+        tempfile.NamedTemporaryFile("r") as peak,
+    ):
         start = time.monotonic()
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - start > timeout:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.02)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _MEASURE, peak.name, *argv],
+            env=env,
+            stdout=out,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         elapsed = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
+        kib = int(peak.read() or 0)
         done = subprocess.CompletedProcess(argv, proc.returncode, out.read(), err.read())
-    return done, elapsed, usage.ru_maxrss / 1024
+    return done, elapsed, kib / 1024
