@@ -12,10 +12,12 @@ set -euo pipefail
 : "${PYTORCH_CUDA_LIB:?not set: the image sets it (Dockerfile ENV)}"
 : "${STARTUP_STATE_DIR:?not set: the image sets it (Dockerfile ENV)}"
 
-if [ "$(id -u)" != 0 ]; then
-  echo "ERROR entrypoint.sh must start as root (it drops to NB_USER for every service);" \
-    "remove --user from docker run and set NB_UID/NB_GID instead" >&2
-  exit 1
+# Without root (docker run --user, apptainer run, ch-run, rootless podman's --userns=keep-id)
+# or on a read-only image (docker run --read-only, where root cannot prepare anything): no
+# service, the command beside the monitor through `diskinfo run`, as it is run under pyxis or
+# `apptainer exec`. unprivileged.sh says what is off and never touches a root-only step.
+if [ "$(id -u)" != 0 ] || [ ! -w /etc ]; then
+  exec "$PYTORCH_CUDA_LIB/start/unprivileged.sh" "$@"
 fi
 
 # Root never works in a folder NB_USER can write: Docker starts us in the image's WORKDIR,

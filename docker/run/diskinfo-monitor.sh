@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The diskinfo monitor as supervisord runs it (as NB_USER): the paths that exist among
+# The diskinfo monitor as supervisord runs it (as NB_USER), and `diskinfo run` (as the calling
+# user, without root; it lists the calling folder too): the paths that exist among
 # DISKINFO_PATHS, watching the training command's process tree through its pid file.
 set -euo pipefail
 paths=()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The training command, run as NB_USER in /workspace by supervisord. Its arguments come from
+# The training command, run as NB_USER in /workspace by supervisord, or as the calling user in
+# the calling folder by `diskinfo run` (no root: HPC runtimes). Its arguments come from
 # the NUL-separated file entrypoint.sh wrote, so they reach the program exactly as given to
 # `docker run` (no shell, no supervisord expansion). Output goes to /workspace/logs/train.log
 # (rotated, TRAIN_LOG_MAX_BYTES and TRAIN_LOG_BACKUPS) and to our stdout, which supervisord
@@ -11,7 +12,6 @@ state=${STARTUP_STATE_DIR:?not set: the image sets it (Dockerfile ENV)}
 lib=${PYTORCH_CUDA_LIB:?not set: the image sets it (Dockerfile ENV)}
 log=${LOG_DIR:?not set: the image sets it (Dockerfile ENV)}/train.log
 mapfile -d '' -t args <"$state/train.args"
-cd /workspace || exit 1
 
 # supervisord stops the whole process group (stopasgroup): the program gets SIGTERM directly.
 # We only note it; a handler (not an ignore) so the program keeps default signal handling.

@@ -141,6 +141,19 @@ def build_parser() -> OneLineParser:
     as_root_flag(p)
     p.set_defaults(func=_handler("diskinfo.commands.watch"))
 
+    # --- run ---
+    p = verb(sub, "run", "run a training command beside the monitor, as you (HPC runtimes, Slurm)")
+    p.add_argument(
+        "--log-dir",
+        default=None,
+        help="the logs folder (default: $DISKINFO_LOG_DIR, else ./logs; ./logs/NODE in a "
+        "Slurm step)",
+    )
+    p.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the training command"
+    )
+    p.set_defaults(func=_handler("diskinfo.commands.run"))
+
     # --- bench ---
     p = verb(sub, "bench", "measure the device's sequential bandwidth and random IOPS")
     p.add_argument("path", metavar="PATH", help="a directory (a test file is made) or a file")
