@@ -62,7 +62,7 @@ def image_dir(image: str, docker: str = "/usr/bin/docker") -> Path:
         partial = CACHE / f".{image_id}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         subprocess.run(
-            ["ch-convert", "-q", "-i", "docker", slim, str(partial)],
+            ["ch-convert", "-i", "docker", slim, str(partial)],
             capture_output=True, text=True, check=True, timeout=900,
         )  # fmt: skip
         partial.rename(target)

@@ -85,7 +85,7 @@ def check_run(out: subprocess.CompletedProcess[str], folder: Path, uid: int, cod
     assert out.returncode == code, text[-3000:]
     assert "Traceback" not in text and "Read-only file system" not in text, text[-3000:]
     assert "loop.py: " in text and "==== pytorch-cuda-diskinfo" in text, text[-3000:]
-    run = [line for line in text.splitlines() if "[Run]" in line]
+    run = [line for line in text.splitlines() if "Z [Run] " in line]
     assert len(run) == 1, text[-3000:]
     if code:
         assert f"the training command failed: exit status {code}" in run[0], run[0]
