@@ -142,7 +142,7 @@ def build_parser() -> OneLineParser:
     p.set_defaults(func=_handler("diskinfo.commands.watch"))
 
     # --- run ---
-    p = verb(sub, "run", "run a training command beside the monitor, as you (HPC runtimes, Slurm)")
+    p = verb(sub, "run", "run a command beside the monitor, as you (clusters)")
     p.add_argument(
         "--log-dir",
         default=None,

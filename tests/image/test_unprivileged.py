@@ -149,3 +149,41 @@ def test_unknown_uid_and_unwritable_logs_are_one_line_each_and_the_command_runs(
         found = [line for line in lines if marker in line]
         assert len(found) == 1 and fix in found[0], (marker, logs[-3000:])
     assert "Traceback" not in logs, logs[-3000:]
+
+
+def test_jupyter_lab_as_the_command_without_root(container, tmp_path, jupyter_ready):
+    """`docker run --user 1000:100 IMAGE jupyter lab`: the user's own server, behind a token
+    (random, in the URL on the console), on JUPYTER_PORT, serving the working folder."""
+    import requests
+
+    folder = project(tmp_path)
+    running = container(
+        "jupyter", "lab", user="1000:100", working_dir="/workspace/code",
+        volumes={str(folder): {"bind": "/workspace/code"}},
+    )  # fmt: skip
+    port = running.ports["JUPYTER_PORT"]
+
+    def url() -> str | None:
+        for line in running.logs().splitlines():
+            if f"JupyterLab on port {port} serving /workspace/code: " in line:
+                return line.rsplit(": ", 1)[1]
+        return None
+
+    from tests.helpers.net import wait_until
+
+    link = wait_until(url, 60, lambda: running.logs()[-3000:])
+    token = link.split("token=", 1)[1]
+    assert len(token) == 48, link
+
+    def answers() -> bool:
+        try:
+            r = requests.get(f"http://127.0.0.1:{port}/api/contents", params={"token": token},
+                             timeout=3)  # fmt: skip
+        except requests.ConnectionError:
+            return False
+        return r.status_code == 200 and "train.py" in r.text
+
+    wait_until(answers, 90, lambda: running.logs()[-3000:])
+    refused = requests.get(f"http://127.0.0.1:{port}/api/contents", timeout=3)
+    assert refused.status_code == 403
+    assert running.logs().count(UNPRIVILEGED) == 1

@@ -70,11 +70,12 @@ def writable_dir(path: str) -> str | None:
     if not os.path.isdir(path):
         return "not a folder"
     if not os.access(path, os.W_OK | os.X_OK):
-        probe = Path(path)
         try:
-            st = probe.stat()
+            st, fs = os.stat(path), os.statvfs(path)
         except OSError as exc:
             return exc.strerror or str(exc)
+        if fs.f_flag & os.ST_RDONLY:
+            return "Read-only file system"
         return f"not writable by uid {os.getuid()} (it belongs to uid {st.st_uid})"
     return None
 
@@ -212,6 +213,7 @@ class Run:
         self.copier: threading.Thread | None = None
         self.stopping = False
         self.kill_timer: threading.Timer | None = None
+        self.monitor_stopped = False
 
     def start_monitor(self) -> None:
         run = self.lib / "run"
@@ -271,9 +273,16 @@ class Run:
             return 128 - status if status < 0 else status
 
     def stop_monitor(self) -> None:
-        if self.monitor is None:
+        if self.monitor is None or self.monitor_stopped:
             return
-        if self.monitor.poll() is None:
+        self.monitor_stopped = True
+        if (status := self.monitor.poll()) is not None:
+            if status != 0:
+                say(
+                    f"the monitor ended early (exit status {status}): its reason is above and in"
+                    f" {self.env['LOG_DIR']}/diskinfo-monitor.log; the command ran unwatched"
+                )
+        else:
             with contextlib.suppress(ProcessLookupError):
                 self.monitor.send_signal(signal.SIGTERM)
             try:
@@ -303,10 +312,15 @@ def run(args: argparse.Namespace) -> int:
     fix_identity(env, notes)
     fix_home(env, notes)
     log_dir = os.path.abspath(args.log_dir or default_log_dir(env, cwd))
-    why = writable_dir(log_dir)
-    state = state_dir() if why is None else None
+    local = env.get("SLURM_LOCALID", "0")
+    why = writable_dir(log_dir) if local == "0" else None
+    state = state_dir() if why is None and local == "0" else None
     if why is not None or state is None:
-        if why is not None:
+        if local != "0":
+            # one monitor a node (it watches the node's devices; a second one in the same
+            # folder is refused): local task 0's
+            say(f"Slurm local task {local}: the monitor of local task 0 watches this node")
+        elif why is not None:
             say(
                 f"the logs folder {log_dir} cannot be used ({why}): the command runs without the"
                 f" monitor; pass --log-dir DIR or set {LOG_DIR_ENV} to a folder you can write,"

@@ -1,14 +1,19 @@
-"""The image under Charliecloud, as an ordinary user: `ch-convert -i docker`, then `ch-run` with
-the image read-only and no ENTRYPOINT (the semantics of Apptainer and enroot/pyxis too). The
-command runs beside the monitor through `diskinfo run`, or through the entrypoint named after
-`--`; the verdicts, the JSONL and the [Run] line land in the user's folder, exit codes pass
-through. The image is the slim one of tests/helpers/charliecloud.py (no torch): the loop
-below reads files, as a data loader does."""
+"""The image under the HPC runtimes that run here, as an ordinary user, image read-only:
+Charliecloud (`ch-convert -i docker`, then `ch-run`, no ENTRYPOINT: the semantics of Apptainer
+and enroot/pyxis too) and rootless podman. The command runs beside the monitor through
+`diskinfo run`, or through the entrypoint named; the verdicts, the JSONL and the [Run] line
+land in the user's folder, exit codes pass through. The image is the slim one of
+tests/helpers/charliecloud.py (no torch): the loop below reads files, as a data loader does.
+
+podman rootless runs with runc, on the Charliecloud directory (`--rootfs`, the image's ENV from
+its ch/environment): crun refuses this kernel's hybrid cgroup mounts ("cgroups in hybrid mode
+not supported"), and loading the image into podman's own store would cost another copy."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,3 +120,36 @@ def test_the_entrypoint_named_runs_the_same_way(ch_image, user, folder):
     text = check_run(out, folder, user[0], 3)
     assert text.count("without root: sshd needs root and is not started") == 1, text[-3000:]
     assert "must start as root" not in text
+
+
+@pytest.fixture(scope="session")
+def podman(user) -> str:
+    found = shutil.which("podman")
+    if found is None or shutil.which("newuidmap") is None or shutil.which("runc") is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("podman/uidmap/runc missing (CI=true: .ci/run installs them)")
+        pytest.skip("needs Debian's podman, uidmap and runc")
+    name = user[2]
+    # rootless podman maps the user's subordinate ids; an account made without them gets some
+    if not any(
+        line.startswith(f"{name}:") for line in Path("/etc/subuid").read_text().splitlines()
+    ):
+        subprocess.run(["usermod", "--add-subuids", "300000-365535", "--add-subgids",
+                        "300000-365535", name], check=True, capture_output=True)  # fmt: skip
+    return found
+
+
+def test_the_entrypoint_under_rootless_podman(ch_image, user, folder, podman):
+    uid, gid, _ = user
+    argv = [
+        *charliecloud.as_user(uid, gid), "env", f"XDG_RUNTIME_DIR={folder}/.run",
+        f"XDG_DATA_HOME={folder}/.data", f"XDG_CONFIG_HOME={folder}/.config",
+        podman, "--runtime", "runc", "--cgroup-manager=cgroupfs", "run", "--rm",
+        "--network", "host", "--userns=keep-id", "--passwd=false", "--read-only",
+        "--env-file", str(ch_image / "ch" / "environment"), "-e", "DISKINFO_INTERVAL=1",
+        "-e", "METRICS_PORT=0", "-v", f"{folder}:/workspace", "-w", "/workspace",
+        "--rootfs", str(ch_image), "/usr/local/bin/entrypoint.sh", "python3", "loop.py", "2",
+    ]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=folder)
+    text = check_run(out, folder, uid, 2)
+    assert text.count("without root: sshd needs root and is not started") == 1, text[-3000:]
