@@ -31,6 +31,9 @@ RUN rm -rf /opt/venv/lib/python3*/site-packages/torch \\
     /opt/venv/lib/python3*/site-packages/torchaudio* \\
     /opt/venv/lib/python3*/site-packages/triton* \\
     /opt/venv/lib/python3*/site-packages/nvidia* \\
+    /opt/venv/lib/python3*/site-packages/cusparselt \\
+    /opt/venv/lib/python3*/site-packages/sympy* \\
+    /opt/venv/lib/python3*/site-packages/networkx* \\
     /opt/venv/lib/python3*/site-packages/functorch \\
     /opt/venv/lib/python3*/site-packages/torchgen
 """
