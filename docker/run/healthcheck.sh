@@ -11,6 +11,26 @@ cd / || exit 1
 . "${BASH_SOURCE[0]%/*}/../shared/root-env.sh" || exit 1
 PATH=$(root_path "$PATH" 2>/dev/null)
 state=${STARTUP_STATE_DIR:?not set: the image sets it (Dockerfile ENV)}
+# The heartbeat (src/diskinfo/sinks/heartbeat.py): touched by the monitor every 5 s of sampling.
+# The file and its folder are the monitor's (NB_USER's): heartbeat-check.py reads it by
+# descriptor, never through a link, a FIFO or more than 4 KiB, and `timeout` ends it (and
+# whatever it waits on) long before Docker's own 5 s: no check leaves a process behind.
+heartbeat_age_check() {
+  timeout -k 1 3 python3 -I "${BASH_SOURCE[0]%/*}/heartbeat-check.py" \
+    "$DISKINFO_STATE_DIR" "$DISKINFO_INTERVAL"
+}
+# Without root (docker run --user: `diskinfo run`, no supervisord, no services) healthy is the
+# monitor sampling: its heartbeat is in the run's own state folder, from its environment.
+if [ "$(id -u)" != 0 ]; then
+  monitor=$(pgrep -u "$(id -u)" -o -f '/diskinfo watch ' || true)
+  if [ -z "$monitor" ]; then
+    echo "diskinfo is not running (starting, or the command runs without it: see the logs)"
+    exit 1
+  fi
+  DISKINFO_STATE_DIR=$(tr '\0' '\n' <"/proc/$monitor/environ" | sed -n 's/^DISKINFO_STATE_DIR=//p')
+  heartbeat_age_check
+  exit
+fi
 [ -r "$state/services" ] || { echo "starting"; exit 1; }
 status=$(python3 -I -m supervisor.supervisorctl -c /etc/pytorch-cuda/supervisord.conf status 2>&1)
 rc=0
@@ -21,14 +41,6 @@ while read -r service; do
   fi
 done <"$state/services"
 
-# The heartbeat (src/diskinfo/sinks/heartbeat.py): touched by the monitor every 5 s of sampling.
-# The file and its folder are the monitor's (NB_USER's): heartbeat-check.py reads it by
-# descriptor, never through a link, a FIFO or more than 4 KiB, and `timeout` ends it (and
-# whatever it waits on) long before Docker's own 5 s: no check leaves a process behind.
-heartbeat_age_check() {
-  timeout -k 1 3 python3 -I "${BASH_SOURCE[0]%/*}/heartbeat-check.py" \
-    "$DISKINFO_STATE_DIR" "$DISKINFO_INTERVAL"
-}
 if grep -qx diskinfo "$state/services" && ! heartbeat_age_check; then
   rc=1
 fi

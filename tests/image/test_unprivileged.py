@@ -96,7 +96,11 @@ def test_sigterm_ends_the_command_and_still_writes_the_run_line(container, tmp_p
     deadline = time.monotonic() + 60
     while "started" not in running.logs() and time.monotonic() < deadline:
         time.sleep(0.5)
-    time.sleep(3)
+    # Docker's HEALTHCHECK, run as the container's user: the monitor's heartbeat, no services
+    deadline = time.monotonic() + 40
+    while running.health() != "healthy" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert running.health() == "healthy", running.reload().obj.attrs["State"]["Health"]
     running.obj.stop(timeout=20)
     assert running.wait(timeout=30) == 143, running.logs()[-3000:]
     logs = running.logs()
