@@ -71,18 +71,21 @@ def cluster(image: str) -> Iterator[tuple[Cluster, Path, Path, tuple[int, int, s
             shutil.rmtree(base, ignore_errors=True)
 
 
-def submit(cluster: Cluster, ch_image: Path, project: Path, user, code: int) -> tuple[str, int]:
-    """`sbatch --wait -N3` as the user; (job id, sbatch's exit status)."""
+def submit(
+    cluster: Cluster, ch_image: Path, project: Path, user, code: int, command: str = "",
+    wait: bool = True,
+) -> tuple[str, int]:  # fmt: skip
+    """`sbatch -N3` as the user (`--wait`: until the job ends); (job id, sbatch's status)."""
     uid, gid, _ = user
     step = (
         f"srun -N3 ch-run --set-env --set-env=DISKINFO_INTERVAL=1 --set-env=METRICS_PORT=0"
         f" -b {project}:/workspace -c /workspace {ch_image} --"
-        f" diskinfo run -- python3 loop.py {code}"
+        f" diskinfo run -- {command or f'python3 loop.py {code}'}"
     )
     argv = [
         *charliecloud.as_user(uid, gid), "env", f"SLURM_CONF={cluster.conf}", f"PATH={SBIN}",
-        "sbatch", "--parsable", "--wait", "-N3", "-t", "3", "-D", str(project),
-        "-o", f"{project}/job-%j.out", "--wrap", step,
+        "sbatch", "--parsable", *(["--wait"] if wait else []), "-N3", "-t", "3",
+        "-D", str(project), "-o", f"{project}/job-%j.out", "--wrap", step,
     ]  # fmt: skip
     out = subprocess.run(argv, capture_output=True, text=True, timeout=240)
     job = out.stdout.strip().split(";")[0]
@@ -118,3 +121,36 @@ def test_the_jobs_exit_status_is_the_steps(cluster):
     wait_until(lambda: slurm.job(job)["JobState"] == "FAILED", 30, lambda: slurm.job(job))
     assert slurm.job(job)["ExitCode"] == "3:0", slurm.job(job)
     assert text.count("the training command failed: exit status 3") == 3, text[-4000:]
+
+
+def test_scancel_ends_the_step_and_every_node_still_writes_its_run_line(cluster):
+    """scancel (as a time limit does) sends SIGTERM to every process of the step: the command
+    ends, and each node's monitor still closes its run with the [Run] line."""
+    slurm, ch_image, project, user = cluster
+
+    def runs() -> dict[str, int]:
+        return {
+            name: (project / "logs" / name / "diskinfo.log").read_text().count("[Run]")
+            if (project / "logs" / name / "diskinfo.log").exists() else 0
+            for name in NODES
+        }  # fmt: skip
+
+    def records() -> dict[str, int]:
+        return {
+            name: len((project / "logs" / name / "diskinfo.jsonl").read_text().splitlines())
+            if (project / "logs" / name / "diskinfo.jsonl").exists() else 0
+            for name in NODES
+        }  # fmt: skip
+
+    before, sampled = runs(), records()
+    job, _ = submit(slurm, ch_image, project, user, 0, "bash -c 'echo started; sleep 600'", False)
+    out = project / f"job-{job}.out"
+    started = lambda: out.exists() and out.read_text().splitlines().count("started") == 3  # noqa: E731
+    wait_until(started, 60,
+               lambda: out.read_text() if out.exists() else "no output yet")  # fmt: skip
+    # every node's monitor has sampled this run (a run it has not sampled has nothing to sum up)
+    wait_until(lambda: all(records()[n] > sampled[n] for n in NODES), 30, records)
+    slurm.run("scancel", job)
+    wait_until(lambda: slurm.job(job)["JobState"] == "CANCELLED", 60, lambda: slurm.job(job))
+    wait_until(lambda: all(runs()[n] == before[n] + 1 for n in NODES), 30,
+               lambda: (before, runs(), out.read_text()[-3000:]))  # fmt: skip
