@@ -100,9 +100,8 @@ def driver_warning(driver: str | None, cuda: str) -> str | None:
     )
 
 
-def render(facts: Facts, services: bool = True) -> list[str]:
-    """The banner's lines; without `services` (`diskinfo run`, no root: no sshd, no Jupyter,
-    no supervisord), only those that hold there."""
+def render(facts: Facts) -> list[str]:
+    """The banner's lines."""
     torch = facts.torch or "not installed"
     cuda = f"CUDA {facts.cuda}" if facts.cuda else "CPU build, no CUDA"
     lines = [
@@ -128,13 +127,6 @@ def render(facts: Facts, services: bool = True) -> list[str]:
         lines.append(f"/dev/shm   {facts.shm_mb} MB: too small for DataLoader workers, see above")
     else:
         lines.append(f"/dev/shm   {facts.shm_mb} MB")
-    if not services:
-        if facts.shm_small:  # no start-up step said it above
-            lines[-1] = (
-                f"/dev/shm   {facts.shm_mb} MB: too small for DataLoader workers (num_workers >"
-                " 0): docker run --shm-size=16g or --ipc=host; other runtimes use the host's"
-            )
-        return lines + unprivileged_lines(facts)
     services = ", ".join(f"{s.name} ({s.where})" for s in facts.services) or "none"
     lines.append(f"Services   {services}")
     lines += access_lines(facts)
@@ -156,27 +148,6 @@ def render(facts: Facts, services: bool = True) -> list[str]:
     persists = persist_line(facts.workspace_mounts)
     if persists:
         lines.append(persists)
-    return lines
-
-
-def unprivileged_lines(facts: Facts) -> list[str]:
-    """The monitor's lines for `diskinfo run`: the console is the job's output, the logs
-    folder the user's."""
-    lines = [
-        "Verdicts   on this console when they change, a summary every few minutes and a [Run]"
-        f" line at the end; every figure in {facts.logs_dir}/diskinfo.log"
-    ]
-    if facts.metrics_url:
-        lines.append(f"Metrics    {facts.metrics_url}")
-    if facts.baseline is None and facts.baseline_path:
-        lines.append(
-            "Baseline   none for this disk yet: measure it once with `diskinfo bench"
-            f" DATA_FOLDER` (kept in {facts.baseline_path}; verdicts then compare reads with it)"
-        )
-    lines.append(
-        f"Logs       {facts.logs_dir}/: train.log, diskinfo.log, diskinfo.jsonl,"
-        " diskinfo-monitor.log, startup.log"
-    )
     return lines
 
 
@@ -362,8 +333,7 @@ def _existing(path: str) -> str | None:
 def _python(env: dict[str, str]) -> str:
     """The interpreter, and where the user's programs run it from: NB_USER's own environment
     (docker/build/user-venv), where `pip install` works, when the image has one."""
-    user = env.get("USER_VENV", "")
-    # without root on another uid or a read-only image (`diskinfo run`), it is not ours to add to
+    user = env.get("USER_VENV", "")  # as another uid, or read-only: not one to add to
     if not (user and os.access(f"{user}/bin/python", os.X_OK) and os.access(user, os.W_OK)):
         return f"{platform.python_version()} ({sys.executable})"
     return (
@@ -416,13 +386,12 @@ def gather(env: dict[str, str]) -> Facts:
     return facts
 
 
-def main(argv: list[str]) -> int:
+def main() -> int:
     if missing := ", ".join(name for name in IMAGE_ENV if name not in os.environ):
         sys.exit(f"banner: {missing} not set: the image sets them (Dockerfile ENV)")
-    services = "--no-services" not in argv  # `diskinfo run`: no root, no services
-    print("\n".join(render(gather(dict(os.environ)), services)), flush=True)
+    print("\n".join(render(gather(dict(os.environ)))), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -72,3 +72,22 @@ def test_no_command_is_one_line(tmp_path):
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 2 and "needs a command after --" in out.stderr, out.stderr
+
+
+def test_the_banner_without_services_keeps_what_holds_there():
+    from tests.helpers.scripts import load
+
+    banner = load("start/banner.py")
+    run_banner = load("start/run_banner.py")
+    facts = banner.Facts(
+        python="3.10.12", torch="2.7.1", cuda="11.8", shm_mb=64, shm_small=True,
+        services=[banner.Service("sshd", "port 22")], ssh_command="ssh -p PORT jovyan@HOST",
+        logs_dir="/home/me/project/logs", baseline_path="/home/me/project/logs/b.json",
+    )  # fmt: skip
+    text = "\n".join(run_banner.render(facts))
+    assert text.startswith("==== pytorch-cuda-diskinfo") and "torch      2.7.1" in text
+    for gone in ("Services", "SSH", "docker exec", "docker logs", "Persists", "see above"):
+        assert gone not in text, (gone, text)
+    assert "64 MB: too small for DataLoader workers" in text and "--shm-size=16g" in text
+    assert "Logs       /home/me/project/logs/: train.log" in text
+    assert "`diskinfo bench DATA_FOLDER`" in text

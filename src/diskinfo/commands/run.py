@@ -187,7 +187,7 @@ def banner(lib: Path, env: dict[str, str], notes: list[str], log_dir: str | None
     """The start banner's lines that hold without services, then the notes, to the console and
     to startup.log."""
     out = subprocess.run(
-        [sys.executable, "-I", str(lib / "start" / "banner.py"), "--no-services"],
+        [sys.executable, "-I", str(lib / "start" / "run_banner.py")],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     lines = (
