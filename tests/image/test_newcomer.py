@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, net
+from tests.helpers import ROOT, net, training
 from tests.helpers.readme import readme_command
 
 pytestmark = pytest.mark.image
@@ -41,28 +41,7 @@ PORT_ENV = {"8888": "JUPYTER_PORT", "22": "SSH_PORT", "9101": "METRICS_PORT"}
 
 # The user's code: the README's two lines around a DataLoader, about 25 s of CPU training, so
 # that the monitor (5 s intervals) judges a few intervals of it.
-TRAIN_PY = """\
-import time
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-import diskinfo.torch
-
-data = TensorDataset(torch.randn(4096, 64), torch.randint(0, 4, (4096,)))
-loader = diskinfo.torch.watch(DataLoader(data, batch_size=64, num_workers=0))
-model = torch.nn.Linear(64, 4)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-end = time.monotonic() + 25
-steps = 0
-while time.monotonic() < end:
-    for x, y in loader:
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        steps += 1
-        time.sleep(0.01)
-print(f"train.py: {steps} steps, loss {loss.item():.3f}", flush=True)
-"""
+TRAIN_PY = training.train_py(25)
 
 
 def has_gpu() -> bool:

@@ -13,29 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import training
+
 pytestmark = pytest.mark.image
 
-# A small CPU training through the README's DataLoader wrapper, long enough for a few of the
-# monitor's 1 s intervals; exits with its first argument.
-TRAIN_PY = """\
-import sys, time
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-import diskinfo.torch
-
-data = TensorDataset(torch.randn(2048, 32), torch.randint(0, 4, (2048,)))
-loader = diskinfo.torch.watch(DataLoader(data, batch_size=64, num_workers=0))
-model = torch.nn.Linear(32, 4)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-end = time.monotonic() + 6
-while time.monotonic() < end:
-    for x, y in loader:
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad(); loss.backward(); opt.step()
-        time.sleep(0.005)
-print(f"train.py done, loss {loss.item():.3f}", flush=True)
-sys.exit(int(sys.argv[1]))
-"""
+# A small CPU training through the README's DataLoader wrapper, a few of the monitor's 1 s
+# intervals long; exits with its first argument.
+TRAIN_PY = training.train_py(6)
 FAST = {"DISKINFO_INTERVAL": "1"}
 UNPRIVILEGED = "without root: sshd needs root and is not started"
 
@@ -65,7 +49,7 @@ def test_user_1000_trains_beside_the_monitor_and_keeps_the_exit_code(container, 
     logs = running.logs()
     assert logs.count(UNPRIVILEGED) == 1, logs[-3000:]
     assert "must start as root" not in logs and "Traceback" not in logs, logs[-3000:]
-    assert "train.py done" in logs and "==== pytorch-cuda-diskinfo" in logs, logs[-3000:]
+    assert "train.py: " in logs and "==== pytorch-cuda-diskinfo" in logs, logs[-3000:]
     assert "Services" not in logs and "supervisord" not in logs, logs[-3000:]  # none here
     assert "[Verdict]" in logs, logs[-3000:]
     run = [line for line in logs.splitlines() if "Z [Run] " in line]
@@ -79,7 +63,7 @@ def test_user_1000_trains_beside_the_monitor_and_keeps_the_exit_code(container, 
         p.name for p in out.iterdir()
     }
     assert all(p.stat().st_uid == 1000 for p in out.iterdir())
-    assert "train.py done" in (out / "train.log").read_text()
+    assert "train.py: " in (out / "train.log").read_text()
     recs = records(out)
     assert recs and any(r.get("loader") for r in recs), recs[-1]
 
