@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,6 +68,9 @@ def cluster(image: str) -> Iterator[tuple[Cluster, Path, Path, tuple[int, int, s
         try:
             yield cluster, ch_image, project, user
         finally:
+            # a job a failed test left running: its steps outlive slurmd otherwise
+            subprocess.run(["scancel", "-u", user[2]], env=cluster.env, capture_output=True)
+            time.sleep(3)
             cluster.stop()
             shutil.rmtree(base, ignore_errors=True)
 
