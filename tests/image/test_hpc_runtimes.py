@@ -11,9 +11,11 @@ not supported"), and loading the image into podman's own store would cost anothe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,6 +152,15 @@ def test_the_entrypoint_under_rootless_podman(ch_image, user, folder, podman):
         "-e", "METRICS_PORT=0", "-v", f"{folder}:/workspace", "-w", "/workspace",
         "--rootfs", str(ch_image), "/usr/local/bin/entrypoint.sh", "python3", "loop.py", "2",
     ]  # fmt: skip
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=folder)
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=folder)
+    finally:  # rootless podman keeps a pause process holding its user namespace: end ours
+        mark = f"XDG_RUNTIME_DIR={folder}/.run".encode()
+        for proc in Path("/proc").glob("[0-9]*"):
+            with contextlib.suppress(OSError):
+                if (proc / "cmdline").read_bytes() == b"podman\0" and mark in (
+                    proc / "environ"
+                ).read_bytes().split(b"\0"):
+                    os.kill(int(proc.name), signal.SIGTERM)
     text = check_run(out, folder, uid, 2)
     assert text.count("without root: sshd needs root and is not started") == 1, text[-3000:]
