@@ -45,8 +45,10 @@ def kernel_shell() -> Any | None:
     return shell if shell is not None and getattr(shell, "kernel", None) is not None else None
 
 
-def _pct(share: float | None) -> str:
-    return "not measured" if share is None else f"{share * 100:.0f}% of step time"
+def _pct(share: float | None, seconds: float) -> str:
+    if share is None:
+        return "not measured"
+    return f"{share * 100:.0f}% of step time in the last {seconds:.0f} s"
 
 
 def _held(seconds: float) -> str:
@@ -67,10 +69,22 @@ def lines(doc: dict[str, Any] | None, now: float, where: Path) -> list[tuple[str
     stale = max(STALE_MIN_S, 3 * float(doc.get("interval_s") or 0.0) + 10)
     if age > stale:
         return [("diskinfo", f"no verdict from the monitor for {age:.0f} s (docker logs says why)")]
-    rows = [("verdict", f"{doc.get('verdict')} (held {_held(float(doc.get('held_s') or 0))})")]
+    verdict = doc.get("verdict")
+    rows = [("verdict", f"{verdict} (held {_held(float(doc.get('held_s') or 0))})")]
+    # Two moments side by side: the summary is the verdict's, with the figures of the latest
+    # interval that decided it; the data-wait is the last interval's. Each row says which, and
+    # where the last interval alone decided otherwise (the verdict holds until that persists),
+    # the data-wait row says so, so a 15% beside a 9% reads as two intervals, not one.
+    alone = doc.get("interval_verdict") or verdict
     if doc.get("summary"):
-        rows.append(("why", str(doc["summary"])))
-    rows.append(("data-wait", _pct(doc.get("data_wait_share"))))
+        why = str(doc["summary"])
+        if alone != verdict:
+            why += f" (figures of the latest interval judged {verdict})"
+        rows.append(("why", why))
+    wait = _pct(doc.get("data_wait_share"), float(doc.get("interval_s") or 0.0))
+    if alone != verdict:
+        wait += f"; that interval alone: {alone}"
+    rows.append(("data-wait now", wait))
     cpu = f"training process {doc.get('main_cores', 0):.1f} cores"
     if doc.get("workers"):
         cpu += f", {doc['workers']} workers {doc.get('worker_cores', 0):.1f} cores"

@@ -99,7 +99,7 @@ def test_a_training_cell_shows_the_verdict_and_counts_the_kernels_cpu(
     text = _text(shown[0]["data"]["text/plain"])
     print(text)
     assert "diskinfo verdict: input-bound: cpu" in text, text
-    assert "diskinfo data-wait: " in text and "% of step time" in text, text
+    assert "diskinfo data-wait now: " in text and "% of step time" in text, text
     assert "diskinfo try: " in text, text
     cores = float(text.split("cpu: training process ")[1].split()[0])
     waiting = text.split(" more waiting for a core")[0].split()[-1] if "waiting" in text else "0"

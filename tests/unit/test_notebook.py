@@ -40,11 +40,31 @@ def test_the_sink_writes_what_the_display_shows_and_takes_it_away_at_the_end(tmp
     assert doc["main_cores"] == 1.5 and doc["fix"] == "num_workers 0 -> 2"
     rows = dict(notebook.lines(doc, time.time(), path))
     assert rows["verdict"] == "input-bound: cpu (held 30 s)"
-    assert rows["data-wait"] == "46% of step time"
+    assert rows["data-wait now"] == "46% of step time in the last 5 s"
+    assert rows["why"] == "loading and the step take turns in the training process"
     assert rows["cpu"] == "training process 1.5 cores (of 2); 10.0 batches/s"
     assert rows["try"] == "num_workers 0 -> 2"
     sink.close()
     assert not path.exists() and read(path) is None
+
+
+def test_a_held_verdict_beside_another_intervals_data_wait_says_which_is_which(tmp_path):
+    """The verdict holds while a single interval decides otherwise: its summary quotes the
+    figures of an earlier interval, the data-wait row this one's; each row says so."""
+    held = record()
+    held.loader = LoaderFigures(batches=50, wait_share=0.09, batches_s=10.0, processes=1)
+    held.verdict.summary = "data-wait 15% of step time"
+    held.verdict.interval_verdict = "compute-bound"
+    sink = VerdictFileSink(tmp_path)
+    sink.write(held)
+    rows = dict(notebook.lines(read(verdict_path(tmp_path)), time.time(), tmp_path))
+    assert rows["why"] == (
+        "data-wait 15% of step time (figures of the latest interval judged input-bound: cpu)"
+    )
+    assert rows["data-wait now"] == (
+        "9% of step time in the last 5 s; that interval alone: compute-bound"
+    )
+    sink.close()
 
 
 def test_no_monitor_and_a_stopped_one_are_said_not_shown_as_live(tmp_path):

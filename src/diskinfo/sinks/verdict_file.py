@@ -59,6 +59,9 @@ def document(record: IntervalRecord, pid: int) -> dict[str, Any]:
         "verdict": v.verdict if v else None,
         "cause": v.cause if v else "",
         "summary": v.summary if v else "",
+        # this interval's own decision: where it is not the held verdict, the summary's
+        # figures are of the verdict's latest interval, not of the data-wait beside them
+        "interval_verdict": (v.interval_verdict or v.verdict) if v else "",
         "fix": v.fixes[0] if v and v.fixes else "",
         "held_s": round(v.held_s, 1) if v else 0.0,
         "data_wait_share": ld.wait_share if ld is not None and ld.processes else None,
@@ -90,7 +93,9 @@ def read(path: Path) -> dict[str, Any] | None:
         doc.get(k) is None or isinstance(doc[k], (int, float)) for k in optional
     ):
         return None
-    if not all(isinstance(doc.get(k, ""), str) for k in ("summary", "fix", "cause")):
+    if not all(
+        isinstance(doc.get(k, ""), str) for k in ("summary", "fix", "cause", "interval_verdict")
+    ):
         return None
     return doc
 
