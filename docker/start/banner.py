@@ -14,6 +14,7 @@ import importlib.util
 import os
 import platform
 import re
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,9 @@ class Facts:
     jupyter_url: str = ""  # http://127.0.0.1:PORT/lab?token=...; "" when Jupyter is off
     ssh_command: str = ""  # ssh -p PORT user@HOST; "" when sshd is off
     ssh_port: str = "22"  # the container's, which the host port is published for
+    # the host's network (--network host): the container's ports are the host's, and its
+    # name the host's, so the ssh line can give both; False where that is not known
+    host_network: bool = False
     ssh_off_reason: str = ""
     metrics_url: str = ""
     # why a service is off although it was wanted: its port is taken (70-ports.sh)
@@ -196,13 +200,33 @@ def access_lines(facts: Facts) -> list[str]:
         lines.append(f"Metrics    {facts.metrics_url}")
     elif "metrics" in facts.port_taken:
         lines.append(f"Metrics    off: {facts.port_taken['metrics']}")
-    if facts.jupyter_url or facts.ssh_command or facts.metrics_url:
+    if facts.host_network and (facts.jupyter_url or facts.ssh_command or facts.metrics_url):
+        lines.append(
+            "Ports      are the host's (this container shares the host's network); HOST: the"
+            " host's name or address"
+        )
+    elif facts.jupyter_url or facts.ssh_command or facts.metrics_url:
         lines.append(
             "Ports      are the container's: use the host ports you published with -p"
             f" (PORT: the one for {facts.ssh_port}, e.g. 2222 in -p 2222:{facts.ssh_port};"
             f" with --network host, {facts.ssh_port} itself); HOST: the docker host's name"
         )
     return lines
+
+
+# The network devices a container's own network namespace holds: Docker's and Kubernetes'
+# eth0, eth1, ... and the fallback tunnels the kernel adds to every namespace where their
+# module is loaded. Any other (docker0, ens3, bond0, ...) is the host's namespace.
+NAMESPACE_DEVICES = re.compile(
+    r"lo|eth\d+|tunl0|sit0|ip6tnl0|ip_vti0|ip6_vti0|gre0|gretap0|erspan0|ip6gre0|ip6gretap0"
+)
+
+
+def host_network(devices: list[str]) -> bool:
+    """Whether this network namespace is the host's, from its devices (/sys/class/net): a
+    device no container namespace holds says so. A host with only lo and eth0 reads as not
+    known (False), and the banner then says how to find the port instead of a wrong one."""
+    return any(not NAMESPACE_DEVICES.fullmatch(name) for name in devices)
 
 
 def _dist_version(*names: str) -> str | None:
@@ -342,8 +366,9 @@ def _python(env: dict[str, str]) -> str:
     )
 
 
-def gather(env: dict[str, str]) -> Facts:
-    """Read the facts from this container: package metadata, NVML, /dev/shm, the environment."""
+def gather(env: dict[str, str], net_devices: list[str] | None = None) -> Facts:
+    """Read the facts from this container: package metadata, NVML, /dev/shm, the environment
+    (`net_devices`: this namespace's network devices; None: read /sys/class/net)."""
     logs_dir = env["LOG_DIR"]
     shm_mb = shm.size_mb()
     facts = Facts(
@@ -376,8 +401,15 @@ def gather(env: dict[str, str]) -> Facts:
             facts.workspace_mounts = workspace_mounts(f.read())
     except OSError:
         facts.workspace_mounts = None
+    if net_devices is None:
+        try:
+            net_devices = os.listdir("/sys/class/net")
+        except OSError:
+            net_devices = []
+    facts.host_network = host_network(net_devices)
     if env.get("SSHD_ENABLE", "1") != "0":
-        facts.ssh_command = f"ssh -p PORT {env['NB_USER']}@HOST"
+        where = (env["SSH_PORT"], socket.gethostname()) if facts.host_network else ("PORT", "HOST")
+        facts.ssh_command = f"ssh -p {where[0]} {env['NB_USER']}@{where[1]}"
     else:
         facts.ssh_off_reason = facts.port_taken.get(
             "sshd", 'no public key: pass -e PUBLIC_KEY="$(cat ~/.ssh/id_*.pub)"'

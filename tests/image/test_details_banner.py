@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 
 import pytest
 
@@ -30,7 +31,8 @@ def test_banner_says_versions_gpus_shm_services_token_and_logs(container, ssh_ke
     assert "/dev/shm   1024 MB" in banner
     assert f"jupyter (port {ports['JUPYTER_PORT']})" in banner
     assert f"Jupyter    http://127.0.0.1:{ports['JUPYTER_PORT']}/lab?token=" in banner
-    assert "SSH        ssh -p PORT jovyan@HOST" in banner
+    # --network host (our tests' only network): the port and the host's name are known
+    assert f"SSH        ssh -p {ports['SSH_PORT']} jovyan@{socket.gethostname()}" in banner
     assert f"sshd (port {ports['SSH_PORT']})" in banner
     assert f"metrics on port {ports['METRICS_PORT']}" in banner
     assert (

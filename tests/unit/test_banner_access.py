@@ -3,6 +3,7 @@ and the baseline hint; and supervisord's config with socket credentials (no CRIT
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,9 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _text(env: dict[str, str]) -> str:
-    return "\n".join(banner.render(banner.gather(env)))
+def _text(env: dict[str, str], net_devices: tuple[str, ...] = ("lo", "eth0")) -> str:
+    """The banner of a container on its own network (Docker's default), unless told."""
+    return "\n".join(banner.render(banner.gather(env, list(net_devices))))
 
 
 def test_random_token_gives_an_openable_url_ssh_line_and_one_port_caveat(tmp_path):
@@ -51,6 +53,19 @@ def test_the_port_caveat_names_the_containers_ssh_port(tmp_path):
         "(PORT: the one for 2200, e.g. 2222 in -p 2222:2200; with --network host, 2200 itself)"
         in _text(_env(tmp_path, SSH_PORT="2200"))
     )
+
+
+def test_on_the_hosts_network_the_ssh_line_gives_the_port_and_host(tmp_path):
+    """--network host: the container's ports and name are the host's, so the banner knows
+    the ssh command; a host with only lo and eth0 is not known, and says how to find it."""
+    text = _text(_env(tmp_path, SSH_PORT="2200"), ("lo", "eth0", "docker0", "veth1a2b"))
+    host = socket.gethostname()
+    assert f"SSH        ssh -p 2200 jovyan@{host}" in text
+    assert "are the host's (this container shares the host's network)" in text
+    assert "host ports you published" not in text
+    assert banner.host_network(["lo", "ens3"]) and banner.host_network(["lo", "eth0", "vm"])
+    for own in (["lo", "eth0"], ["lo"], ["lo", "eth0", "eth1", "tunl0", "sit0", "ip6tnl0"]):
+        assert not banner.host_network(own), own
 
 
 def test_the_users_own_token_is_never_printed(tmp_path):
