@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import threading
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, net, training
+from tests.helpers import ROOT, net, tools, training
 from tests.helpers.readme import readme_command
 
 pytestmark = pytest.mark.image
@@ -153,8 +152,7 @@ def test_the_makefile_has_the_quickstarts_build_targets():
 
 
 def test_make_stand_in_without_root_says_so_in_one_line():
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv missing")
+    tools.find("setpriv")
     out = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "make", "-s", "stand-in"],
         cwd=ROOT,

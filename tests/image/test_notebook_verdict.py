@@ -6,7 +6,8 @@ of the image's own Python kernel spec (nbclient, as `jupyter nbconvert --execute
 from `docker exec`: no child of anything the monitor supervises. What the user sees:
 
 - below the cell, the held verdict, the data-wait share, the CPU of the training process and
-  the first fix, rendered by a real browser (headless Chromium; a screenshot is kept);
+  the first fix, rendered by a real browser (headless Chromium; the screenshot is kept in
+  build/test-output/test_notebook_verdict/);
 - a CPU figure that counts the kernel's process: the monitor's records name the kernel's PID
   as the main process, with the cores it used (it read 0.0 cores when only the supervised
   command's tree was watched).
@@ -16,14 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
 
-pytestmark = pytest.mark.image
+from tests.helpers import tools
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.image
 
 CELLS = [
     "import os, time, torch\n"
@@ -111,18 +111,16 @@ def test_a_training_cell_shows_the_verdict_and_counts_the_kernels_cpu(
     assert kernel and {p["role"] for p in kernel} == {"main"}, records[-1]["procs"]
     assert max(p["cpu_percent"] + p["cpu_wait_percent"] for p in kernel) > 50, kernel
 
-    if CHROMIUM is None:
-        pytest.skip("no chromium on this host for the browser check")
+    chromium = tools.find("chromium", "chromium-browser")
     page = work / "train.html"
-    shot = tmp_path / "notebook.png"
-    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"]
+    # the screenshot outlives the test, where CI keeps its artifacts
+    shot = tools.artifact_dir("test_notebook_verdict") / "notebook.png"
+    shot.unlink(missing_ok=True)
+    browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"]
     dom = subprocess.run(
         [*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
     ).stdout
     subprocess.run([*browser, f"--screenshot={shot}", page.as_uri()], timeout=120, check=False)
-    keep = os.environ.get("NOTEBOOK_SCREENSHOT")
-    if keep:
-        shutil.copy(shot, keep)
     assert "diskinfo-verdict" in dom and "input-bound: cpu" in dom, dom[-2000:]
     # beside the cell: the verdict comes after the training cell's code in the page
     assert dom.index("arrives below the cell") < dom.index("diskinfo-verdict")

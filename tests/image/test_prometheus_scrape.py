@@ -29,8 +29,7 @@ SECRET = "tok-5e1f0c0ffee-not-for-metrics"
 pytestmark = [
     pytest.mark.image,
     pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="prometheus not installed"),
-    pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
+    pytest.mark.tools("prometheus", "fio"),
     pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root"),
 ]
 

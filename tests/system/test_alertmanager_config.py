@@ -33,7 +33,7 @@ def test_the_secret_stays_out_of_the_repository():
     assert 'wechat_api_secret: "@WECOM_API_SECRET@"' in shipped
 
 
-@pytest.mark.skipif(AMTOOL is None, reason="needs amtool (apt install prometheus-alertmanager)")
+@pytest.mark.tools("amtool")
 def test_the_rendered_config_is_valid(tmp_path: Path):
     (tmp_path / "secret").write_text("Ab-3&x_9\n")  # '&' is special in bash 5.2 replacements
     out = render(tmp_path / "secret")

@@ -55,10 +55,7 @@ pytestmark = [
     pytest.mark.system,
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and cgroups need root"),
-    pytest.mark.skipif(
-        ALERTMANAGER is None or PROMETHEUS is None,
-        reason="needs Debian's prometheus and prometheus-alertmanager",
-    ),
+    pytest.mark.tools("prometheus-alertmanager", "prometheus"),
     pytest.mark.skipif(
         not ReadCap.available(), reason="needs cgroup v1 blkio or v2 io to slow reads"
     ),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from diskinfo import bench
 from diskinfo.analyse import baseline
+from tests.helpers import tools
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
@@ -76,8 +76,7 @@ def ours(path: str) -> dict:
 
 @pytest.fixture(scope="module")
 def test_file(tmp_path_factory):
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed")
+    tools.find("fio")
     directory = tmp_path_factory.mktemp("bench")  # on the root disk, not tmpfs
     path = directory / "data.bin"
     with open(path, "wb") as handle:

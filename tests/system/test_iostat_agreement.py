@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,10 +27,8 @@ from tests.helpers.loopdev import NEEDS_ROOT, loop_device
 
 pytestmark = [
     pytest.mark.system,
-    pytest.mark.skipif(
-        NEEDS_ROOT or not shutil.which("fio") or not shutil.which("iostat"),
-        reason="needs root, losetup, fio and sysstat's iostat",
-    ),
+    pytest.mark.skipif(NEEDS_ROOT, reason="needs root and losetup"),
+    pytest.mark.tools("fio", "iostat"),
 ]
 
 INTERVAL, COUNT = 3, 3

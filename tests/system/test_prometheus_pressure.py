@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ DISKINFO = Path(sys.executable).with_name("diskinfo")
 pytestmark = [
     pytest.mark.system,
     pytest.mark.skipif(os.geteuid() != 0, reason="loop devices need root"),
-    pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed"),
+    pytest.mark.tools("fio"),
 ]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -34,10 +33,7 @@ pytestmark = [
     pytest.mark.system,
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="slurmd and loop devices need root"),
-    pytest.mark.skipif(
-        any(shutil.which(t, path=SBIN) is None for t in (*TOOLS, "fio")),
-        reason="needs Debian's slurmd slurmctld slurm-client munge and fio",
-    ),
+    pytest.mark.tools(*TOOLS, "fio", path=SBIN),
 ]
 
 

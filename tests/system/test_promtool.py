@@ -16,7 +16,7 @@ PROMTOOL = shutil.which("promtool")
 
 pytestmark = [
     pytest.mark.system,
-    pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (apt install prometheus)"),
+    pytest.mark.tools("promtool"),
 ]
 
 

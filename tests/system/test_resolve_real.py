@@ -6,22 +6,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import tools
 from tests.helpers.loopdev import NEEDS_ROOT, loop_device, mounted
 
 pytestmark = [pytest.mark.system, pytest.mark.skipif(NEEDS_ROOT, reason="needs root, losetup")]
 
 
 def mkfs(kind: str, *devs: str) -> None:
-    tool = shutil.which(f"mkfs.{kind}")
-    if tool is None:
-        pytest.skip(f"mkfs.{kind} not installed")
+    tool = tools.find(f"mkfs.{kind}")
     args = {
         "ext4": ["-q", "-F"],
         "xfs": ["-q", "-f"],

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -50,10 +49,7 @@ pytestmark = [
     pytest.mark.system,
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="slurmd and loop devices need root"),
-    pytest.mark.skipif(
-        any(shutil.which(t, path=SBIN) is None for t in (*TOOLS, "fio")),
-        reason="needs Debian's slurmd slurmctld slurm-client munge and fio",
-    ),
+    pytest.mark.tools(*TOOLS, "fio", path=SBIN),
     pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm"),
     pytest.mark.skipif(
         not ReadCap.available(), reason="needs cgroup v1 blkio or v2 io to cap reads"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cgroups
+from tests.helpers import cgroups, tools
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 
@@ -128,8 +127,8 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 def dataset(tmp_path_factory):
     if os.geteuid() != 0 or not os.access("/proc/sys/vm/drop_caches", os.W_OK):
         pytest.skip("needs root and a writable /proc/sys/vm/drop_caches")
-    if not (shutil.which("losetup") and shutil.which("mkfs.ext4")):
-        pytest.skip("needs losetup and mkfs.ext4")
+    tools.find("losetup")
+    tools.find("mkfs.ext4")
     pytest.importorskip("torch")
     base = tmp_path_factory.mktemp("verdicts")
     image, mnt = base / "disk.img", base / "mnt"

@@ -6,7 +6,6 @@ Real sockets on loopback against the real server; short deadlines keep the tests
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import threading
@@ -100,7 +99,7 @@ def test_a_burst_of_connects_is_accepted_at_once_and_every_request_answered(sink
     assert len(server_threads()) == 5
 
 
-@pytest.mark.skipif(shutil.which("ss") is None, reason="ss (iproute2) not installed")
+@pytest.mark.tools("ss")
 def test_listen_backlog_is_the_systems_not_five(sink):
     out = subprocess.run(
         ["ss", "-Hltn", f"sport = :{sink.port}"], capture_output=True, text=True, check=True

@@ -7,7 +7,6 @@ import io
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -23,7 +22,7 @@ from diskinfo import pack as packmod
 from diskinfo.errors import UserError
 from diskinfo.pack import STATE, pack, read_manifest, verify
 from diskinfo.shards import class_values, read_shard
-from tests.helpers import ROOT
+from tests.helpers import ROOT, tools
 from tests.helpers.cli import one_line_error
 
 
@@ -330,9 +329,7 @@ def test_unreadable_file_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "src" / "a" / "0002.jpg").chmod(0o000)
     command = [sys.executable, "-m", "diskinfo.cli", "pack", str(tmp_path / "src"), "out"]
     if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("root without setpriv: cannot make a file unreadable")
+        setpriv = tools.find("setpriv")  # root: the only way to make a file unreadable
         command = [setpriv, "--bounding-set=-dac_override,-dac_read_search", *command]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode != 0
