@@ -127,6 +127,12 @@ RUN --mount=type=cache,id=pip-cache,target=/root/.cache/pip \
 # (docker/build/user-venv says why it is a second one); after the last package of /opt/venv.
 RUN --mount=type=bind,source=docker/build/user-venv,target=/usr/local/bin/user-venv \
     user-venv "$VIRTUAL_ENV" "$USER_VENV" "$NB_UID" "$NB_GID"
+# Every shell and `docker exec` finds those environments in the same order, login shells
+# (`bash -lc`, whose /etc/profile sets PATH anew) too: a command of the image's environment
+# runs NB_USER's for NB_USER and the image's for root (docker/build/user-path says how).
+ENV PATH=${PYTORCH_CUDA_LIB}/bin:${PATH}
+RUN --mount=type=bind,source=docker/build/user-path,target=/usr/local/bin/user-path \
+    user-path "$VIRTUAL_ENV" "$USER_VENV" "$PYTORCH_CUDA_LIB/bin"
 # The torch stack as installed above, pinned for every later install by pip (training command,
 # notebooks, terminals, SSH, a derived image's RUN): a package that wants another torch is
 # refused instead of shadowing the tested one; an empty PIP_CONSTRAINT overrides (docs/image.md).

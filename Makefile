@@ -79,7 +79,7 @@ dev: $(VENV)/.installed
 lint: dev
 	$(VENV)/bin/ruff check src tests scripts benchmarks docker
 	$(VENV)/bin/ruff format --check src tests scripts benchmarks docker
-	$(VENV)/bin/shellcheck entrypoint.sh .ci/run docker/build/apt-install docker/build/pip-install docker/build/user-venv \
+	$(VENV)/bin/shellcheck entrypoint.sh .ci/run docker/build/apt-install docker/build/pip-install docker/build/user-venv docker/build/user-path \
 	  docker/build/stack-constraints \
 	  $$(git ls-files '*.sh')
 	$(VENV)/bin/hadolint Dockerfile

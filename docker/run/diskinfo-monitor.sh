@@ -15,8 +15,10 @@ done
 [ "${#paths[@]}" -gt 0 ] || paths=(/workspace)
 # Its stdout and stderr are docker logs (supervisord.conf), so the console shows only verdicts,
 # at a low rate (on change, a summary every few minutes); every figure goes to
-# $LOG_DIR/diskinfo.log and diskinfo.jsonl.
-exec diskinfo watch "${paths[@]}" --interval "$DISKINFO_INTERVAL" \
+# $LOG_DIR/diskinfo.log and diskinfo.jsonl. The image's own diskinfo, by path: a `diskinfo` on
+# PATH is NB_USER's environment's (docker/build/user-path), where a `pip install` could change it.
+image_venv=${VIRTUAL_ENV:?not set: the image sets it (Dockerfile ENV)}
+exec "$image_venv/bin/diskinfo" watch "${paths[@]}" --interval "$DISKINFO_INTERVAL" \
   --log-dir "$LOG_DIR" \
   --pid-file "$STARTUP_STATE_DIR/train.pid" \
   --metrics-port "$METRICS_PORT" --metrics-addr "$METRICS_ADDR" \
