@@ -136,12 +136,15 @@ RUN --mount=type=bind,source=docker/build/user-path,target=/usr/local/bin/user-p
 # The torch stack as installed above, pinned for every later install by pip (training command,
 # notebooks, terminals, SSH, a derived image's RUN): a package that wants another torch is
 # refused instead of shadowing the tested one; an empty PIP_CONSTRAINT overrides (docs/image.md).
+# uv reads the same file (UV_CONSTRAINT).
 RUN --mount=type=bind,source=docker/build/stack-constraints,target=/usr/local/bin/stack-constraints \
     stack-constraints "$VIRTUAL_ENV" /etc/pip/constraint.txt
-# pip and requests read the system store, as curl, git and apt do, so the CA that
+# pip, uv and requests read the system store, as curl, git and apt do, so the CA that
 # CA_BUNDLE_FILE adds there at start (init.d/15-ca.sh) reaches all of them.
 ENV PIP_CONSTRAINT=/etc/pip/constraint.txt \
+    UV_CONSTRAINT=/etc/pip/constraint.txt \
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+    UV_NATIVE_TLS=1 \
     REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 # Configs and scripts, last: they change most often. supervisord.conf is a template:
 # supervisord-run.py writes the running config, with a fresh password for supervisord's socket,
