@@ -159,6 +159,9 @@ ENV PIP_CONSTRAINT=/etc/pip/constraint.txt \
 COPY docker/etc/supervisord.conf /etc/pytorch-cuda/supervisord.conf.in
 COPY docker/etc/sshd_config /etc/pytorch-cuda/
 COPY docker/etc/jupyter_server_config.py /etc/jupyter/
+# No "get notified about official Jupyter news?" popup in every new container (docker-stacks
+# turns the announcements plugin off too; a user can still turn news on in the settings).
+COPY docker/etc/labconfig/page_config.json /etc/jupyter/labconfig/
 COPY docker/start/ ${PYTORCH_CUDA_LIB}/start/
 COPY docker/run/ ${PYTORCH_CUDA_LIB}/run/
 COPY docker/shared/ ${PYTORCH_CUDA_LIB}/shared/

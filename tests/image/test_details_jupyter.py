@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 
 import pytest
@@ -34,7 +35,12 @@ def test_token_file_is_the_token_and_foreign_origins_are_refused(
     # A web page elsewhere must not drive the browser's logged-in session (allow_origin is not
     # "*"): with the login cookie, a foreign Origin is refused, the server's own is served.
     browser = requests.Session()
-    assert browser.get(f"{base}/lab", params={"token": TOKEN}, timeout=10).status_code == 200
+    lab = browser.get(f"{base}/lab", params={"token": TOKEN}, timeout=10)
+    assert lab.status_code == 200
+    # no "get notified about official Jupyter news?" popup: the plugin is off in page config
+    page = json.loads(lab.text.split('id="jupyter-config-data" type="application/json">')[1]
+                      .split("</script>")[0])  # fmt: skip
+    assert "@jupyterlab/apputils-extension:announcements" in page["disabledExtensions"], page
     xsrf = {"X-XSRFToken": browser.cookies.get("_xsrf", "")}
     for origin, ok in (("http://evil.example", False), (base, True)):
         headers = {"Origin": origin, **xsrf}
