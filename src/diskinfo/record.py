@@ -346,6 +346,10 @@ class IntervalRecord:
     # publishes loop figures), at most 200 characters, values of options named like secrets
     # (--token=..., --api-key ...) replaced by ***: `diskinfo report` names each run by it
     command: str = ""
+    # folders the training's processes had data files open in that no watched path covers
+    # (looked at every UNWATCHED_REFRESH_S; empty: none seen): the disk and dataset figures
+    # are then not of its data (the demo's /tmp), and no fix is sized from them
+    unwatched_data: list[str] = field(default_factory=list)
 
     # The analyser's account of the held verdict across intervals (HeldAccount), for the sinks
     # that put it into words. Not a field: never written to the JSONL (orjson leaves out an

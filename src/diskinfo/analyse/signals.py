@@ -120,6 +120,16 @@ def disk_reading(disk: DeviceFigures | None) -> bool:
     )
 
 
+def others_reads(disk: DeviceFigures | None, procs: list[ProcessIO]) -> bool:
+    """The device reads, but the training's processes (known: its tree is watched) read only
+    a small share of that from storage: another program's reads, not the training's data."""
+    if not procs or not disk_reading(disk):
+        return False
+    assert disk is not None
+    training = sum(p.read_mb_s for p in procs)
+    return training < t.TRAINING_READ_SHARE * disk.rmb_s
+
+
 def fits_in_ram(host: HostFigures | None) -> bool:
     return (
         host is not None
@@ -234,8 +244,10 @@ def signals(
         gpu_starved=gpu is not None
         and (gpu.idle_fraction >= t.GPU_STARVED_IDLE_FRACTION or gpu.pulsing >= t.GPU_PULSING),
         gpu_in_use=any(g.util_max >= t.GPU_IN_USE_PCT for g in training_gpus(record.gpus)),
-        reading=disk_reading(disk),
-        fits=fits_in_ram(record.cpu),
+        # the disk rules judge the training's reads: a device busy with another program's
+        # reads (an apt-get beside the training) does not read for the loop
+        reading=disk_reading(disk) and not others_reads(disk, record.procs),
+        fits=fits_in_ram(record.cpu) and not record.unwatched_data,
         cpu_busy=cpu_busy,
         cpu_cores=cores,
         cpu_scope=scope,

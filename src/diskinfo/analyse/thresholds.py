@@ -44,6 +44,10 @@ CPU_QUIET_PCT = 30.0  # below this, with a quiet disk and nothing else to judge 
 # --- disk ---
 DISK_READING_MB_S = 0.5  # below this and DISK_READING_R_S the disk is not part of the story
 DISK_READING_R_S = 5.0
+# the training's processes read under this share of the busiest device's MB/s (their
+# /proc/PID/io read_bytes): the device's reads are another program's (an apt-get, a backup on
+# the same disk) and no disk rule speaks for the training's data
+TRAINING_READ_SHARE = 0.25
 DISK_BUSY_UTIL_PCT = 50.0  # a request in flight half the time: the reader waits on the device
 DISK_UTIL_SATURATED_PCT = 95.0
 DISK_AWAIT_HIGH_MS = 20.0
@@ -184,6 +188,12 @@ DOCUMENTED: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
                 "under this and `DISK_READING_R_S`: the disk is not reading",
             ),
             ("DISK_READING_R_S", "r/s", "see `DISK_READING_MB_S`"),
+            (
+                "TRAINING_READ_SHARE",
+                "share",
+                "the training's processes read under this share of the device's MB/s: the "
+                "reads are another program's, no disk rule applies",
+            ),
             ("DISK_BUSY_UTIL_PCT", "%", "%util: a request in flight half the time"),
             ("DISK_UTIL_SATURATED_PCT", "%", "%util: a weak disk sign (NVMe/RAID saturate early)"),
             ("DISK_AWAIT_HIGH_MS", "ms", "r_await: the device is the limit (`device-limit`)"),

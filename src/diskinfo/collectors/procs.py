@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import psutil
 
 from diskinfo import loader_state
 from diskinfo.collectors import BaseCollector
+from diskinfo.collectors.datafiles import open_files, unwatched_folders
 from diskinfo.collectors.proctree import (
     LivePublishers,
     ProcSnapshot,
@@ -31,6 +32,9 @@ from diskinfo.collectors.proctree import (
 )
 from diskinfo.collectors.roles import ROLE_ORDER, assign_roles
 from diskinfo.record import CommandEnd, IntervalRecord, ProcessIO
+
+UNWATCHED_REFRESH_S = 30.0  # how often the loop's open files are looked at (datafiles)
+LOOP_ROLES = ("main", "worker")  # the processes that read samples
 
 
 def parse_pid_file(text: str) -> int:
@@ -168,8 +172,14 @@ class ProcsCollector(BaseCollector):
     """Rates of the training command's process tree, from `--pid-file`, and of the trees of
     the processes that publish loader figures."""
 
-    def __init__(self, pid_file: str | None, state_dir: Path | None = None) -> None:
+    def __init__(
+        self, pid_file: str | None, state_dir: Path | None = None, watched: Sequence[str] = ()
+    ) -> None:
         super().__init__()
+        # the watched paths, against which the training's open data files are held
+        self.watched = list(watched)
+        self._unwatched: set[str] = set()
+        self._files_at = -UNWATCHED_REFRESH_S
         self.pid_file = pid_file
         self.state_dir = state_dir if state_dir is not None else loader_state.state_dir()
         self._previous: dict[tuple[int, float], ProcSnapshot] = {}
@@ -242,3 +252,23 @@ class ProcsCollector(BaseCollector):
         previous, self._owed = settle(self._owed, self._previous, tree)
         record.procs = process_rates(previous, tree, roles, record.elapsed_s, time.time())
         self._previous = {p.key: p for p in tree}
+        self._look_for_unwatched(roles)
+        record.unwatched_data = sorted(self._unwatched)
+
+    def _look_for_unwatched(self, roles: Mapping[int, str]) -> None:
+        """Every UNWATCHED_REFRESH_S, the folders of the data files the loop's processes hold
+        open that no watched path covers: said once each, kept for the run."""
+        now = time.monotonic()
+        if not self.watched or now - self._files_at < UNWATCHED_REFRESH_S:
+            return
+        self._files_at = now
+        files = [f for pid, role in roles.items() if role in LOOP_ROLES for f in open_files(pid)]
+        new = unwatched_folders(files, self.watched) - self._unwatched
+        if new:
+            self._unwatched |= new
+            self.notes.once(
+                f"the training reads data in {', '.join(sorted(new))}, which no watched path "
+                f"({', '.join(self.watched)}) covers: the disk figures, the verdict's disk "
+                "rules and the dataset's size are not about that data; watch it too (diskinfo "
+                "watch PATH ..., in the image DISKINFO_PATHS)"
+            )

@@ -70,7 +70,7 @@ def build_monitor(args: argparse.Namespace, held: contextlib.ExitStack) -> Monit
     nfs = watched.nfs_mountpoints()
     if nfs:
         collectors.append(NfsCollector(nfs))
-    procs = ProcsCollector(args.pid_file)
+    procs = ProcsCollector(args.pid_file, watched=watched.paths)
     collectors += [
         CgroupCollector(watched),  # the container's own I/O on those devices
         HostCollector(watched.paths),
