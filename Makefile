@@ -85,6 +85,7 @@ lint: dev
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/vermin -q -t=3.10- --violations --no-tips src docker scripts
 	$(PY) scripts/image-constraints.py check
+	bash scripts/check-grafana-dashboard.sh
 
 # docker/build/constraints.txt, the exact versions the image's tools layer installs, resolved
 # for the real base's CPython 3.10 (scripts/image-constraints.py says how and what is left out).

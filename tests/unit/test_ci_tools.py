@@ -35,6 +35,8 @@ PACKAGES = {
     "munged": "munge",
     "gcc": "gcc",
     "make": "make",
+    "npm": "npm",
+    "node": "nodejs",
 }
 # looked up, never installed: no GPU on CI (the test says so); coreutils is on every machine
 NOT_INSTALLED = {"nvidia-smi", "sleep"}
