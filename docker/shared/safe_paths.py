@@ -322,6 +322,25 @@ def chown_home(path: str, uid: int, gid: int) -> list[str]:
     return [f"{path}: {skipped} hard-linked file(s) left as they were"] if skipped else []
 
 
+WORKSPACE = "/workspace"
+
+
+def give_mount(path: str, uid: int, gid: int) -> list[str]:
+    """A folder the operator mounted at or under /workspace (CHOWN_EXTRA), and everything in
+    it, to uid:gid, as chown_home walks a home: by descriptor, links and hard-linked files left
+    alone. The way a root user on the host lets NB_USER save into a project folder of root's;
+    anything else (a folder of the image, a path outside /workspace) is refused."""
+    real = os.path.normpath(path)
+    if not path.startswith("/") or not _under(real, (WORKSPACE,)):
+        raise Refused(f"{path}: only folders mounted at or under {WORKSPACE} can be handed over")
+    if real not in _mount_points():
+        raise Refused(
+            f"{path} is not a mount point: only a folder you mounted (-v HOST_DIR:{real}) is"
+            " handed over"
+        )
+    return chown_home(real, uid, gid)
+
+
 def read_small(path: str, max_bytes: int = 65536, follow: bool = False) -> bytes:
     """The content of a regular file of at most max_bytes, never blocking on a FIFO.
 
@@ -359,7 +378,7 @@ def read_small(path: str, max_bytes: int = 65536, follow: bool = False) -> bytes
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="safe_paths.py")
     sub = parser.add_subparsers(dest="verb", required=True)
-    for verb in ("logs", "dir", "home"):
+    for verb in ("logs", "dir", "home", "give"):
         p = sub.add_parser(verb)
         p.add_argument("path")
         p.add_argument("uid", type=int)
@@ -373,7 +392,8 @@ def main(argv: list[str]) -> int:
         if args.verb == "read":
             sys.stdout.buffer.write(read_small(args.path, args.max_bytes, args.follow))
             return 0
-        act = {"logs": prepare_logs, "dir": prepare_dir, "home": chown_home}[args.verb]
+        act = {"logs": prepare_logs, "dir": prepare_dir, "home": chown_home, "give": give_mount}
+        act = act[args.verb]
         for note in act(args.path, args.uid, args.gid):
             print(note)
     except Refused as exc:

@@ -9,6 +9,7 @@ the banner costs milliseconds at every start.
 from __future__ import annotations
 
 import ast
+import grp
 import importlib.metadata
 import importlib.util
 import os
@@ -87,6 +88,10 @@ class Facts:
     nb_user: str = "jovyan"
     # mount points at or under /workspace (None: not known): what outlives the container
     workspace_mounts: list[str] | None = None
+    # (mount point, its owner's uid) of read-write mounts NB_USER cannot write: a root user's
+    # project folder on the host, where Jupyter's saves fail with 403
+    unwritable: list[tuple[str, int]] = field(default_factory=list)
+    nb_uid: str = "1000"
 
 
 def driver_warning(driver: str | None, cuda: str) -> str | None:
@@ -152,7 +157,45 @@ def render(facts: Facts) -> list[str]:
     persists = persist_line(facts.workspace_mounts)
     if persists:
         lines.append(persists)
+    for point, owner in facts.unwritable:
+        lines.append(
+            f"Saving     {facts.nb_user} (uid {facts.nb_uid}) cannot write {point}, uid {owner}'s"
+            f" on the host: start the container with -e CHOWN_EXTRA={point} to hand it to"
+            f" {facts.nb_user} (root on the host), or as your own account with -e NB_UID=$(id -u)"
+            " -e NB_GID=$(id -g)"
+        )
     return lines
+
+
+def writable_by(st: os.stat_result, uid: int, gids: set[int]) -> bool:
+    """Whether uid (in groups gids) may create files in a folder of this stat (its mode bits;
+    an ACL the mode does not show is not read)."""
+    if st.st_uid == uid:
+        return bool(st.st_mode & 0o200)
+    if st.st_gid in gids:
+        return bool(st.st_mode & 0o020)
+    return bool(st.st_mode & 0o002)
+
+
+def unwritable_mounts(mountinfo: str, uid: int, gids: set[int]) -> list[tuple[str, int]]:
+    """(mount point, owner) of the read-write mounts at or under /workspace that uid cannot
+    write; a read-only mount (:ro, data) is meant so."""
+    out = []
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) < 6 or "ro" in fields[5].split(","):
+            continue
+        points = workspace_mounts(line)  # this line's mount point, if under /workspace
+        if not points:
+            continue
+        point = points[0]
+        try:
+            st = os.stat(point)
+        except OSError:
+            continue
+        if not writable_by(st, uid, gids):
+            out.append((point, st.st_uid))
+    return sorted(set(out))
 
 
 def persist_line(mounts: list[str] | None, workspace: str = "/workspace") -> str | None:
@@ -398,8 +441,13 @@ def gather(env: dict[str, str], net_devices: list[str] | None = None) -> Facts:
     facts.baseline = _existing(facts.baseline_path)
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-            facts.workspace_mounts = workspace_mounts(f.read())
-    except OSError:
+            mounts = f.read()
+        facts.workspace_mounts = workspace_mounts(mounts)
+        facts.nb_uid = env.get("NB_UID", facts.nb_uid)
+        uid, gid = int(facts.nb_uid), int(env.get("NB_GID", "100"))
+        groups = {gid, *(g.gr_gid for g in grp.getgrall() if facts.nb_user in g.gr_mem)}
+        facts.unwritable = unwritable_mounts(mounts, uid, groups)
+    except (OSError, ValueError):
         facts.workspace_mounts = None
     if net_devices is None:
         try:

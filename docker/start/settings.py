@@ -159,7 +159,9 @@ def uid(value: str) -> str:
         raise Bad(
             f"NB_UID={value} is root (uid 0), which is refused: every service, Jupyter's"
             " terminals and the training command would run as root. Leave NB_UID unset (1000)"
-            " or pass your own non-root uid, e.g. -e NB_UID=$(id -u) from a normal account"
+            " or pass your own non-root uid, e.g. -e NB_UID=$(id -u) from a normal account;"
+            " as root on the host, -e CHOWN_EXTRA=/workspace/code hands the project folder you"
+            " mounted there to NB_USER, so it can save into it"
         )
     return canonical
 

@@ -3,6 +3,7 @@ and the baseline hint; and supervisord's config with socket credentials (no CRIT
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -164,3 +165,24 @@ def test_the_python_line_says_where_pip_install_goes(tmp_path):
     text = _text(_env(tmp_path, USER_VENV=str(tmp_path / "user-venv")))
     line = next(line for line in text.splitlines() if line.startswith("Python     "))
     assert f"your programs run {python}, where `pip install` adds packages" in line, line
+
+
+def test_a_mounted_folder_the_user_cannot_write_says_how_to_hand_it_over(tmp_path):
+    """Root on the host mounts a project folder of root's: Jupyter (uid 1000) cannot save."""
+    facts = banner.gather(_env(tmp_path), ["lo", "eth0"])
+    facts.unwritable = [("/workspace/code", 0)]
+    text = "\n".join(banner.render(facts))
+    assert (
+        "Saving     jovyan (uid 1000) cannot write /workspace/code, uid 0's on the host: start"
+        " the container with -e CHOWN_EXTRA=/workspace/code" in text
+    ), text
+
+    def folder(mode: int, uid: int, gid: int) -> os.stat_result:
+        return os.stat_result((0o40000 | mode, 0, 0, 1, uid, gid, 0, 0, 0, 0))
+
+    assert not banner.writable_by(folder(0o755, 0, 0), 1000, {100})
+    assert banner.writable_by(folder(0o755, 1000, 100), 1000, {100})
+    assert banner.writable_by(folder(0o775, 0, 100), 1000, {100})
+    # a read-only mount is meant so: never listed
+    line = "36 35 0:1 / /workspace/data ro,relatime - ext4 /dev/vda rw"
+    assert banner.unwritable_mounts(line, 1000, {100}) == []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import sys
 import time
 from array import array
@@ -47,6 +48,7 @@ from diskinfo.pack.progress import Progress
 from diskinfo.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
 from diskinfo.pack.shard import shard_name, verify, write_shard
 from diskinfo.pack.spill import OPEN_SPILLS, spill_shards
+from diskinfo.sources import mountinfo
 from diskinfo.units import format_size
 
 __all__ = [
@@ -173,6 +175,7 @@ def pack(
     owner = source_owner(src)  # run as root: SRC's owner bounds what is read (pack.access)
     count_by = {"shards": shards, "readers": readers, "shard_size": shard_size}
     room = _room(dest)
+    _check_writable(room, dest)
     try:
         found = scan(src, dest, owner, room)
     except OSError as exc:
@@ -185,6 +188,30 @@ def pack(
     with found:
         run = _Run(shuffle_seed, labels, force, progress, count_by)
         return _pack(src, dest, found, owner, out, run)
+
+
+def _check_writable(room: Path, dest: Path) -> None:
+    """A folder pack cannot write is said before any work, with its owner and the way out;
+    found later, the error named one of its temporary files ("Permission denied: .../tmpXXX").
+    In the image a root user's project folder is the usual case: the services run as NB_USER."""
+    if os.access(room, os.W_OK | os.X_OK):
+        return
+    what = "DEST" if room == dest else f"DEST's folder (for {dest})"
+    try:
+        st = room.stat()
+        owner = f"owned by uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}; "
+    except OSError:
+        owner = ""
+    fix = "pack into a folder you can write, or have its owner give you write access to it"
+    if os.environ.get("PYTORCH_CUDA_LIB"):  # the image: a host folder of root's, mounted
+        try:
+            mounts, _ = mountinfo.parse(mountinfo.read())
+            mount = mountinfo.mount_for(str(room.resolve()), mounts)
+        except OSError:
+            mount = None
+        where = mount.mountpoint if mount is not None else "THE_FOLDER_YOU_MOUNTED"
+        fix += f" (a folder of root's on the host: start the container with -e CHOWN_EXTRA={where})"
+    raise UserError(f"cannot write {what} {room} ({owner}this runs as uid {os.getuid()}): {fix}")
 
 
 def _room(dest: Path) -> Path:
