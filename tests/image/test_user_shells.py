@@ -38,6 +38,33 @@ SHELLS = {
 }
 
 
+# A Jupyter terminal, driven as the browser drives it (REST to open it, its websocket to type),
+# from inside the container with the image's tornado: the terminal is `bash -l` as jovyan.
+TERMINAL = r"""
+import json, sys, urllib.request
+from tornado import httpclient, ioloop, websocket
+port, token, line = sys.argv[1:]
+auth = {"Authorization": "token " + token}
+opened = urllib.request.Request(
+    f"http://127.0.0.1:{port}/api/terminals", data=b"{}", method="POST",
+    headers={**auth, "Content-Type": "application/json"})
+name = json.load(urllib.request.urlopen(opened))["name"]
+async def main():
+    url = f"ws://127.0.0.1:{port}/terminals/websocket/{name}"
+    ws = await websocket.websocket_connect(httpclient.HTTPRequest(url, headers=auth))
+    ws.write_message(json.dumps(["stdin", line + "; echo TERMINAL-$((40+2))\r"]))
+    out = ""
+    while "TERMINAL-42" not in out:
+        message = await ws.read_message()
+        if message is None:
+            break
+        kind, *rest = json.loads(message)
+        out += rest[0] if kind == "stdout" else ""
+    print(out)
+ioloop.IOLoop.current().run_sync(main, timeout=120)
+"""
+
+
 def _wheels(directory: Path) -> None:
     build_wheel(directory, "demo-pkg", "0.1", {"demo_pkg.py": b"VALUE = 42\n"})
     build_wheel(directory, "uv-pkg", "0.1", {"uv_pkg.py": b"VALUE = 7\n"})
@@ -124,3 +151,25 @@ def test_pip_and_uv_refuse_another_torch_alike_from_any_shell(running, tool):
         assert f"to replace it anyway: {setting}= {tool} " in refusals[0], refusals[0]
     code, out = running.exec(["python", "-c", "import torch; print(torch.__file__)"], user="jovyan")
     assert code == 0 and out.startswith(f"{IMAGE_VENV}/"), out
+
+
+def test_a_jupyter_terminal_finds_and_installs_as_every_other_shell(
+    container, jupyter_ready, tmp_path: Path
+):
+    """Jupyter's terminal is a login shell (`bash -l`), whose /etc/profile sets PATH anew."""
+    _wheels(tmp_path)
+    running = container(
+        env={"JUPYTER_ENABLE": "1"},
+        volumes={str(tmp_path): {"bind": "/workspace/code", "mode": "ro"}},
+    )
+    token = jupyter_ready(running)
+    line = f"{PROBE}; pip install {FIND} demo-pkg >/dev/null; pip install {FIND} needs-old-torch"
+    port = str(running.ports["JUPYTER_PORT"])
+    code, out = running.exec(
+        ["/opt/venv/bin/python", "-c", TERMINAL, port, token, line], user="jovyan", timeout=150
+    )
+    assert code == 0, out
+    for seen in (f"PREFIX {USER_VENV}", "PIP ok", "DISKINFO ok", "UV ok", "pip: refused:"):
+        assert seen in out, (seen, out)
+    code, out = running.exec(["python", "-c", "import demo_pkg, sys; print(sys.prefix)"], "jovyan")
+    assert code == 0 and out.strip() == USER_VENV, out
