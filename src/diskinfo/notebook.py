@@ -109,7 +109,7 @@ class _Html:
     def _repr_html_(self) -> str:
         cells = "".join(
             f"<tr><td style='padding:1px 8px 1px 0;font-weight:bold;vertical-align:top;"
-            "text-align:left'>"
+            "white-space:nowrap;text-align:left'>"
             f"{html.escape(k)}</td><td style='padding:1px 0;text-align:left'>{html.escape(v)}"
             "</td></tr>"
             for k, v in self.rows
