@@ -130,7 +130,10 @@ RUN --mount=type=bind,source=docker/build/user-venv,target=/usr/local/bin/user-v
 # Every shell and `docker exec` finds those environments in the same order, login shells
 # (`bash -lc`, whose /etc/profile sets PATH anew) too: a command of the image's environment
 # runs NB_USER's for NB_USER and the image's for root (docker/build/user-path says how).
-ENV PATH=${PYTORCH_CUDA_LIB}/bin:${PATH}
+# JUPYTER_PATH: Jupyter run from NB_USER's environment (`jupyter nbconvert` over SSH or docker
+# exec) finds the image's templates and kernel specs, which live in the image's environment.
+ENV PATH=${PYTORCH_CUDA_LIB}/bin:${PATH} \
+    JUPYTER_PATH=${VIRTUAL_ENV}/share/jupyter
 RUN --mount=type=bind,source=docker/build/user-path,target=/usr/local/bin/user-path \
     user-path "$VIRTUAL_ENV" "$USER_VENV" "$PYTORCH_CUDA_LIB/bin"
 # The torch stack as installed above, pinned for every later install by pip (training command,
