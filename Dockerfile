@@ -132,10 +132,10 @@ RUN --mount=type=bind,source=docker/build/user-venv,target=/usr/local/bin/user-v
 # runs NB_USER's for NB_USER and the image's for root (docker/build/user-path says how).
 # JUPYTER_PATH: Jupyter run from NB_USER's environment (`jupyter nbconvert` over SSH or docker
 # exec) finds the image's templates and kernel specs, which live in the image's environment.
-ENV PATH=${PYTORCH_CUDA_LIB}/bin:${PATH} \
+ENV PATH=/opt/venv-select/bin:${PATH} \
     JUPYTER_PATH=${VIRTUAL_ENV}/share/jupyter
 RUN --mount=type=bind,source=docker/build/user-path,target=/usr/local/bin/user-path \
-    user-path "$VIRTUAL_ENV" "$USER_VENV" "$PYTORCH_CUDA_LIB/bin"
+    user-path "$VIRTUAL_ENV" "$USER_VENV" /opt/venv-select/bin
 # The torch stack as installed above, pinned for every later install by pip (training command,
 # notebooks, terminals, SSH, a derived image's RUN): a package that wants another torch is
 # refused instead of shadowing the tested one; an empty PIP_CONSTRAINT overrides (docs/image.md).

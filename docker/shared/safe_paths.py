@@ -322,22 +322,12 @@ def chown_home(path: str, uid: int, gid: int) -> list[str]:
     return [f"{path}: {skipped} hard-linked file(s) left as they were"] if skipped else []
 
 
-WORKSPACE = "/workspace"
-
-
 def give_mount(path: str, uid: int, gid: int) -> list[str]:
-    """A folder the operator mounted at or under /workspace (CHOWN_EXTRA), and everything in
-    it, to uid:gid, as chown_home walks a home: by descriptor, links and hard-linked files left
-    alone. The way a root user on the host lets NB_USER save into a project folder of root's;
-    anything else (a folder of the image, a path outside /workspace) is refused."""
+    """A folder mounted at or under /workspace (CHOWN_EXTRA) and all in it to uid:gid, walked
+    as chown_home walks a home; anything else (the image's, outside /workspace) is refused."""
     real = os.path.normpath(path)
-    if not path.startswith("/") or not _under(real, (WORKSPACE,)):
-        raise Refused(f"{path}: only folders mounted at or under {WORKSPACE} can be handed over")
-    if real not in _mount_points():
-        raise Refused(
-            f"{path} is not a mount point: only a folder you mounted (-v HOST_DIR:{real}) is"
-            " handed over"
-        )
+    if not (path.startswith("/") and _under(real, ("/workspace",)) and real in _mount_points()):
+        raise Refused(f"{path} is not a folder you mounted at or under /workspace")
     return chown_home(real, uid, gid)
 
 
@@ -393,8 +383,7 @@ def main(argv: list[str]) -> int:
             sys.stdout.buffer.write(read_small(args.path, args.max_bytes, args.follow))
             return 0
         act = {"logs": prepare_logs, "dir": prepare_dir, "home": chown_home, "give": give_mount}
-        act = act[args.verb]
-        for note in act(args.path, args.uid, args.gid):
+        for note in act[args.verb](args.path, args.uid, args.gid):
             print(note)
     except Refused as exc:
         print(exc, file=sys.stderr)

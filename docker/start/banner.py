@@ -9,12 +9,10 @@ the banner costs milliseconds at every start.
 from __future__ import annotations
 
 import ast
-import grp
 import importlib.metadata
 import importlib.util
 import os
 import platform
-import re
 import socket
 import sys
 from dataclasses import dataclass, field
@@ -29,6 +27,10 @@ if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the wor
     # PYTORCH_CUDA_LIB, which holds it as the checkout's root does (where the tests import it)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scripts.validate_cuda import drivers
+
+if __name__ == "__main__":  # and its neighbour in start/ by bare name, as settings.py does
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from places import host_network, persist_line, unwritable_mounts, workspace_mounts
 
 version_tuple = drivers.version_tuple
 
@@ -167,67 +169,6 @@ def render(facts: Facts) -> list[str]:
     return lines
 
 
-def writable_by(st: os.stat_result, uid: int, gids: set[int]) -> bool:
-    """Whether uid (in groups gids) may create files in a folder of this stat (its mode bits;
-    an ACL the mode does not show is not read)."""
-    if st.st_uid == uid:
-        return bool(st.st_mode & 0o200)
-    if st.st_gid in gids:
-        return bool(st.st_mode & 0o020)
-    return bool(st.st_mode & 0o002)
-
-
-def unwritable_mounts(mountinfo: str, uid: int, gids: set[int]) -> list[tuple[str, int]]:
-    """(mount point, owner) of the read-write mounts at or under /workspace that uid cannot
-    write; a read-only mount (:ro, data) is meant so."""
-    out = []
-    for line in mountinfo.splitlines():
-        fields = line.split()
-        if len(fields) < 6 or "ro" in fields[5].split(","):
-            continue
-        points = workspace_mounts(line)  # this line's mount point, if under /workspace
-        if not points:
-            continue
-        point = points[0]
-        try:
-            st = os.stat(point)
-        except OSError:
-            continue
-        if not writable_by(st, uid, gids):
-            out.append((point, st.st_uid))
-    return sorted(set(out))
-
-
-def persist_line(mounts: list[str] | None, workspace: str = "/workspace") -> str | None:
-    """Where work outlives the container: a notebook saved in /workspace itself (no mount)
-    is lost with `docker run --rm`, and nothing said so."""
-    if mounts is None or workspace in mounts:
-        return None
-    if not mounts:
-        return (
-            f"Persists   nothing under {workspace} is mounted: files saved there (notebooks "
-            'too) go with the container; mount a folder, e.g. -v "$PWD:/workspace/code"'
-        )
-    return (
-        f"Persists   only {', '.join(sorted(mounts))} (mounted from the host): save notebooks "
-        f"there; the rest of {workspace} goes with the container"
-    )
-
-
-def workspace_mounts(mountinfo: str, workspace: str = "/workspace") -> list[str]:
-    """Mount points at or under `workspace`, from /proc/self/mountinfo's text (the fifth
-    field; octal escapes such as \\040 for a space decoded)."""
-    out = []
-    for line in mountinfo.splitlines():
-        fields = line.split()
-        if len(fields) < 5:
-            continue
-        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
-        if point == workspace or point.startswith(workspace + "/"):
-            out.append(point)
-    return sorted(set(out))
-
-
 def access_lines(facts: Facts) -> list[str]:
     """How to reach the services from the host, and the port caveat, said once."""
     lines = []
@@ -255,21 +196,6 @@ def access_lines(facts: Facts) -> list[str]:
             f" with --network host, {facts.ssh_port} itself); HOST: the docker host's name"
         )
     return lines
-
-
-# The network devices a container's own network namespace holds: Docker's and Kubernetes'
-# eth0, eth1, ... and the fallback tunnels the kernel adds to every namespace where their
-# module is loaded. Any other (docker0, ens3, bond0, ...) is the host's namespace.
-NAMESPACE_DEVICES = re.compile(
-    r"lo|eth\d+|tunl0|sit0|ip6tnl0|ip_vti0|ip6_vti0|gre0|gretap0|erspan0|ip6gre0|ip6gretap0"
-)
-
-
-def host_network(devices: list[str]) -> bool:
-    """Whether this network namespace is the host's, from its devices (/sys/class/net): a
-    device no container namespace holds says so. A host with only lo and eth0 reads as not
-    known (False), and the banner then says how to find the port instead of a wrong one."""
-    return any(not NAMESPACE_DEVICES.fullmatch(name) for name in devices)
 
 
 def _dist_version(*names: str) -> str | None:
@@ -443,17 +369,13 @@ def gather(env: dict[str, str], net_devices: list[str] | None = None) -> Facts:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
             mounts = f.read()
         facts.workspace_mounts = workspace_mounts(mounts)
-        facts.nb_uid = env.get("NB_UID", facts.nb_uid)
-        uid, gid = int(facts.nb_uid), int(env.get("NB_GID", "100"))
-        groups = {gid, *(g.gr_gid for g in grp.getgrall() if facts.nb_user in g.gr_mem)}
-        facts.unwritable = unwritable_mounts(mounts, uid, groups)
+        if env.get("NB_UID") and env.get("NB_GID"):  # the start-up's, checked numbers
+            facts.nb_uid = env["NB_UID"]
+            facts.unwritable = unwritable_mounts(
+                mounts, facts.nb_user, env["NB_UID"], env["NB_GID"]
+            )
     except (OSError, ValueError):
         facts.workspace_mounts = None
-    if net_devices is None:
-        try:
-            net_devices = os.listdir("/sys/class/net")
-        except OSError:
-            net_devices = []
     facts.host_network = host_network(net_devices)
     if env.get("SSHD_ENABLE", "1") != "0":
         where = (env["SSH_PORT"], socket.gethostname()) if facts.host_network else ("PORT", "HOST")

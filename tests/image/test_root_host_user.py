@@ -64,8 +64,8 @@ def test_the_banner_and_pack_say_how_and_chown_extra_hands_the_folder_over(
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("/etc", "only folders mounted at or under /workspace can be handed over"),
-        ("/workspace/examples", "/workspace/examples is not a mount point"),
+        ("/etc", "/etc is not a folder you mounted at or under /workspace"),
+        ("/workspace/examples", "/workspace/examples is not a folder you mounted at or under"),
     ],
 )
 def test_chown_extra_takes_only_a_mounted_folder(container, value, message):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tests.helpers import ROOT
 from tests.helpers.scripts import load
 
+load("start/places.py")  # banner.py imports its neighbour by bare name
 banner = load("start/banner.py")
 # what the banner reads that the Dockerfile sets as ENV: outside the image, set here
 ENV = {"IMAGE_CUDA": "11.8", "LOG_DIR": "/workspace/logs", "NB_USER": "jovyan"}
