@@ -36,7 +36,10 @@ def record(training_mb_s: float, unwatched: list[str] | None = None) -> Interval
         cpu=HostFigures(
             cpu_count=2, cpu_busy=30, mem_available_mb=8000, page_cache_mb=100, dataset_mb=0.01
         ),
-        procs=[ProcessIO(pid=7, name="python", role="main", read_mb_s=training_mb_s)],
+        # read() 6 MB/s (rchar): from storage, or the page cache for what read_bytes lacks
+        procs=[
+            ProcessIO(pid=7, name="python", role="main", read_mb_s=training_mb_s, rchar_mb_s=6.0)
+        ],
         loader=LoaderFigures(
             batches=50, wait_s=2.0, step_s=3.0, wait_share=0.4, processes=1, num_workers=0
         ),
@@ -49,6 +52,14 @@ def test_another_programs_small_reads_are_not_the_trainings():
     assert ours.cause == "small-files", ours
     theirs = decide(record(training_mb_s=0.1), {})  # an apt-get reads, the training does not
     assert theirs.cause != "small-files" and "random reads" not in theirs.verdict, theirs
+
+
+def test_unknown_reads_are_not_taken_for_none():
+    """/proc/PID/io unreadable (another uid's process): both counters 0, the disk's reads may
+    be the training's, and the disk rules judge them as before."""
+    unknown = record(training_mb_s=0.0)
+    unknown.procs[0].rchar_mb_s = 0.0
+    assert decide(unknown, {}).cause == "small-files"
 
 
 def test_data_outside_the_watched_paths_sizes_no_preload():

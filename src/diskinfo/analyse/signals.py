@@ -121,9 +121,11 @@ def disk_reading(disk: DeviceFigures | None) -> bool:
 
 
 def others_reads(disk: DeviceFigures | None, procs: list[ProcessIO]) -> bool:
-    """The device reads, but the training's processes (known: its tree is watched) read only
-    a small share of that from storage: another program's reads, not the training's data."""
-    if not procs or not disk_reading(disk):
+    """The device reads, but the training's processes read only a small share of that from
+    storage: another program's reads, not the training's data. Only where their reads are
+    known: a process whose /proc/PID/io could not be read shows 0 for both counters, one
+    that reads at all shows read() bytes (rchar), page-cache hits included."""
+    if not disk_reading(disk) or not any(p.rchar_mb_s > 0 for p in procs):
         return False
     assert disk is not None
     training = sum(p.read_mb_s for p in procs)
