@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,13 +69,20 @@ def dir_owner(directory: Path) -> tuple[int, int] | None:
         return owner_of(fd)
 
 
+def _random_part() -> str:
+    """8 hex digits from the kernel's random source, as secrets.token_hex(4) gives them;
+    `secrets` is not imported for it: it loads hashlib and OpenSSL's libcrypto, 3.8 MiB of a
+    monitor that never hashes (benchmarks/results/monitor_memory.md)."""
+    return os.urandom(4).hex()
+
+
 def create_temp(
     dir_fd: int, prefix: str, suffix: str = ".tmp", mode: int = 0o600
 ) -> tuple[int, str]:
     """A new file `PREFIX<random>SUFFIX` in the folder, created here and now (never an existing
     name, never through a link): (read-write descriptor, name relative to the folder)."""
     for _ in range(TEMP_TRIES):
-        name = f"{prefix}{secrets.token_hex(4)}{suffix}"
+        name = f"{prefix}{_random_part()}{suffix}"
         try:
             return os.open(name, CREATE_FLAGS, mode, dir_fd=dir_fd), name
         except FileExistsError:

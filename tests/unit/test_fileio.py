@@ -74,7 +74,7 @@ def test_write_atomic_never_chmods_or_chowns_through_a_swapped_link(tmp_path):
 def test_write_atomic_never_opens_a_planted_name(tmp_path, monkeypatch):
     target = _target(tmp_path)
     names = iter(["planted", "free"])
-    monkeypatch.setattr(fileio.secrets, "token_hex", lambda _n: next(names))
+    monkeypatch.setattr(fileio, "_random_part", lambda: next(names))
     (tmp_path / ".state.json.planted.tmp").symlink_to(target)
     write_atomic(tmp_path / "state.json", "new\n", mode=0o644)
     _unchanged(target)
