@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -53,6 +54,16 @@ class LoaderCounters:
     # NVML UUIDs of the CUDA devices the process uses (empty until it initialises CUDA): the
     # monitor judges the GPUs the training uses, not the node's most idle one
     gpu_uuids: list[str] = field(default_factory=list)
+    # the job this process is one rank of (docs/cluster.md, "The job's verdict"): rank and
+    # world size from torch.distributed once initialised, else RANK / WORLD_SIZE / LOCAL_RANK;
+    # None outside a distributed job. `job_id` is one id every rank of the job shares
+    # ("slurm-<SLURM_JOB_ID>", "elastic-<TORCHELASTIC_RUN_ID>" or "master-<MASTER_ADDR>:<port>"),
+    # `node` the node's name as the scheduler knows it (SLURMD_NODENAME, else the host name)
+    rank: int | None = None
+    world_size: int | None = None
+    local_rank: int | None = None
+    job_id: str = ""
+    node: str = ""
 
 
 def iterated(c: LoaderCounters) -> bool:
@@ -105,16 +116,26 @@ def decode(text: str) -> LoaderCounters:
 
 _INTS = ("pid", "batches", "samples", "worker_errors", "epochs")
 _FLOATS = ("wait_s", "step_s", "updated", "start_wait_s")
-_OPTIONAL_INTS = ("num_workers", "prefetch_factor")
+_OPTIONAL_INTS = ("num_workers", "prefetch_factor", "rank", "world_size", "local_rank")
 _OPTIONAL_BOOLS = ("pin_memory", "persistent_workers")
 _TEXT_LISTS = ("gpu_uuids",)
+# names that reach the log, /metrics labels and alert text: short, printable, no markup
+_NAMES = ("job_id", "node")
+NAME_CAP = 128
+_NAME_CHARS = re.compile(r"[A-Za-z0-9._:@+-]*")
 _KINDS = {
     **dict.fromkeys(_INTS, "a whole number"),
     **dict.fromkeys(_FLOATS, "a finite number"),
     **dict.fromkeys(_OPTIONAL_INTS, "a whole number or null"),
     **dict.fromkeys(_OPTIONAL_BOOLS, "true, false or null"),
     **dict.fromkeys(_TEXT_LISTS, "a list of strings"),
+    **dict.fromkeys(_NAMES, f"a name of at most {NAME_CAP} letters, digits and ._:@+-"),
 }
+
+
+def as_name(text: str) -> str:
+    """`text` as a valid `job_id` / `node`: other characters become "_", cut to NAME_CAP."""
+    return re.sub(r"[^A-Za-z0-9._:@+-]", "_", text)[:NAME_CAP]
 
 
 def _typed(name: str, value: object) -> bool:
@@ -123,6 +144,8 @@ def _typed(name: str, value: object) -> bool:
         return value is None or isinstance(value, bool)
     if name in _TEXT_LISTS:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if name in _NAMES:
+        return isinstance(value, str) and len(value) <= NAME_CAP and bool(_NAME_CHARS.fullmatch(value))
     if value is None and name in _OPTIONAL_INTS:
         return True
     if isinstance(value, bool):

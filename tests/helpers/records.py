@@ -15,6 +15,7 @@ from diskinfo.record import (
     HostFigures,
     IntervalRecord,
     LoaderFigures,
+    RankFigures,
     NfsFigures,
     ProcessIO,
     Verdict,
@@ -195,7 +196,10 @@ def full_record(secret: str = "", **over: Any) -> IntervalRecord:
             ProcessIO(2, "pt_data_worker", read_mb_s=2.0, role="worker"),
             ProcessIO(3, "pt_data_worker", read_mb_s=3.0, role="worker"),
         ],
-        loader=LoaderFigures(batches=10, wait_s=1.5, step_s=0.5, wait_share=0.75, batches_s=5),
+        loader=LoaderFigures(
+            batches=10, wait_s=1.5, step_s=0.5, wait_share=0.75, batches_s=5, world_size=2,
+            ranks=[RankFigures(1, 2, "slurm-7", "node-2", 1, 4242, 10, 1.5, 0.5, 0.75)],
+        ),
         verdict=Verdict(
             "input-bound: disk",
             summary=f"summary {secret}",

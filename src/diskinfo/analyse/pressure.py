@@ -148,6 +148,18 @@ def status_document(record: IntervalRecord | None, now: float) -> dict[str, Any]
         interval_s=round(record.elapsed_s, 3),
         verdict=record.verdict.verdict if record.verdict else None,
         data_wait_share=record.loader.wait_share if record.loader else None,
+        ranks=[
+            {
+                "rank": r.rank,
+                "world_size": r.world_size,
+                "job_id": r.job_id,
+                "node": r.node,
+                "local_rank": r.local_rank,
+                "data_wait_share": round(r.wait_share, 4),
+                "batches": r.batches,
+            }
+            for r in (record.loader.ranks if record.loader else [])
+        ],
         gpu_util_mean=(sum(u) / len(u) if u else None),
         gpus_unused=[g.index for g in record.gpus or [] if g.training is False],
         devices=[

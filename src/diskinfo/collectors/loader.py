@@ -8,7 +8,7 @@ from pathlib import Path
 from diskinfo import loader_state
 from diskinfo.collectors import BaseCollector
 from diskinfo.loader_state import LoaderCounters, iterated, pid_alive
-from diskinfo.record import IntervalRecord, LoaderFigures
+from diskinfo.record import IntervalRecord, LoaderFigures, RankFigures
 
 
 def interval_figures(
@@ -43,12 +43,31 @@ def interval_figures(
             fig.wait_s += d_wait
             fig.step_s += d_step
             fig.worker_errors += d_errors
+            if cur.rank is not None and cur.world_size is not None:
+                busy = d_wait + d_step
+                fig.ranks.append(
+                    RankFigures(
+                        rank=cur.rank,
+                        world_size=cur.world_size,
+                        job_id=cur.job_id,
+                        node=cur.node,
+                        local_rank=cur.local_rank,
+                        pid=pid,
+                        batches=d_batches,
+                        wait_s=d_wait,
+                        step_s=d_step,
+                        wait_share=d_wait / busy if busy > 0 else 0.0,
+                    )
+                )
             if cur.num_workers is not None:
                 fig.num_workers = cur.num_workers
                 fig.pin_memory = cur.pin_memory
                 fig.persistent_workers = cur.persistent_workers
                 fig.prefetch_factor = cur.prefetch_factor
     fig.processes = active
+    fig.ranks.sort(key=lambda r: (r.job_id, r.rank))
+    worlds = [c.world_size for c in current.values() if c.world_size is not None]
+    fig.world_size = max(worlds) if worlds else None
     # every live process's devices, idle ones too: a rank between epochs still owns its GPU
     fig.gpu_uuids = sorted({u for c in current.values() for u in c.gpu_uuids})
     busy = fig.wait_s + fig.step_s

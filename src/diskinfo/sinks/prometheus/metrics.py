@@ -293,6 +293,31 @@ LOADER_COUNTERS: dict[str, tuple[str, float, str]] = {
 }
 _register(LOADER_COUNTERS, "counter", ", since the monitor started", (), "training loop")
 
+# --- the ranks of a distributed job on this node: the job id only on the info metric, so a
+# new job adds one series per rank there, not a label on every figure (docs/cluster.md) ---
+RANK = ("rank",)
+_spec(
+    "diskinfo_rank_info",
+    "gauge",
+    "Always 1; a rank of a distributed job on this node, latest interval: its job and node",
+    ("rank", "training_job", "node", "world_size"),
+    "job",
+)
+_spec(
+    "diskinfo_rank_data_wait_ratio",
+    "gauge",
+    "Share of the rank's step time spent waiting for the next batch, 0..1, latest interval",
+    RANK,
+    "job",
+)
+_spec(
+    "diskinfo_rank_batches_per_second",
+    "gauge",
+    "The rank's batches per second, latest interval",
+    RANK,
+    "job",
+)
+
 # --- verdict and node pressure ---
 _spec(
     "diskinfo_verdict",

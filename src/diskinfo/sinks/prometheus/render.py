@@ -87,6 +87,23 @@ def _figures(
     yield from families.values()
 
 
+def _ranks(record: IntervalRecord) -> Iterator[Metric]:
+    """Per rank of a distributed job on this node: the figures by `rank` alone, the job and
+    node on the info metric, joined in PromQL `on(instance, rank)`."""
+    ranks = record.loader.ranks if record.loader is not None else []
+    if not ranks:
+        return
+    info = _family("diskinfo_rank_info")
+    wait = _family("diskinfo_rank_data_wait_ratio")
+    rate = _family("diskinfo_rank_batches_per_second")
+    for r in ranks:
+        label = [str(r.rank)]
+        info.add_metric([*label, r.job_id, r.node, str(r.world_size)], 1.0)
+        wait.add_metric(label, r.wait_share)
+        rate.add_metric(label, r.batches / record.elapsed_s if record.elapsed_s > 0 else 0.0)
+    yield from (info, wait, rate)
+
+
 class RecordCollector:
     """Renders the latest record at scrape time (prometheus_client custom collector)."""
 
@@ -176,6 +193,7 @@ class RecordCollector:
                 fam = _family(name)
                 fam.add_metric([], value)
                 yield fam
+            yield from _ranks(record)
         if record.verdict is not None:
             fam = _family("diskinfo_verdict")
             current = record.verdict.verdict
