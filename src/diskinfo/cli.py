@@ -139,6 +139,13 @@ def build_parser() -> OneLineParser:
     )
     p.add_argument("--metrics-addr", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     as_root_flag(p)
+    p.add_argument(
+        "--job-logs",
+        default=os.environ.get("DISKINFO_JOB_LOGS") or None,
+        metavar="DIR",
+        help="a distributed job's shared logs folder, one folder per node's --log-dir: a rank "
+        "whose step waits for another rank's data says which (env DISKINFO_JOB_LOGS)",
+    )
     p.set_defaults(func=_handler("diskinfo.commands.watch"))
 
     # --- run ---
@@ -178,7 +185,11 @@ def build_parser() -> OneLineParser:
         "runs",
         nargs="+",
         metavar="RUN.jsonl",
-        help="a run's diskinfo.jsonl; two (before after) are compared side by side",
+        help="a run's diskinfo.jsonl; two (before after) are compared side by side; folders "
+        "of logs (each node's, or a job's shared one): the distributed job's verdict per rank",
+    )
+    p.add_argument(
+        "--job", default=None, metavar="ID", help="with folders: which job (default: the latest)"
     )
     p.add_argument(
         "--run",

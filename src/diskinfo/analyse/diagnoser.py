@@ -28,6 +28,7 @@ from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.binding import ALSO
 from diskinfo.analyse.contention import CONTENDED
 from diskinfo.analyse.fixes import wrap_fix
+from diskinfo.analyse.job import in_job
 from diskinfo.analyse.signals import busiest_device, watched
 from diskinfo.analyse.start import loop_runs_unseen
 from diskinfo.analyse.steady import SHARE_BAND, SHARE_WINDOW, ShareWindow
@@ -94,8 +95,10 @@ class Diagnoser:
         hold: int | None = None,
         share_window: int = SHARE_WINDOW,
         share_band: float = SHARE_BAND,
+        peers: Callable[[], list[IntervalRecord]] | None = None,
     ) -> None:
         self._baselines = baselines
+        self._peers = peers  # the job's other nodes' latest records (sources/peer_logs.py)
         self._conditions: dict[str, float] = {}  # condition key -> seconds it has held
         self._hysteresis = Hysteresis(t.verdict_hold() if hold is None else hold)
         self._latest: dict[Cause, Verdict] = {}  # decision -> its latest interval's Verdict
@@ -152,6 +155,8 @@ class Diagnoser:
         self._contended = own.cause == Cause.CPU_CONTENTION or any(
             e.startswith(ALSO + CONTENDED) for e in own.evidence
         )
+        if record.loader is not None and (record.loader.world_size or 0) > 1:
+            own = in_job(record, own, self._peers() if self._peers is not None else None)
         own = self._loop_start(record, own)
         cause = own.cause if isinstance(own.cause, Cause) else Cause(own.cause)
         self._latest[cause] = own

@@ -285,6 +285,16 @@ CONTENTION = Fix(
         "job to a less loaded node; more DataLoader workers would only queue for the same cores"
     ),
 )
+JOB_VIEW = Fix(
+    "the job's verdict, over every rank: `diskinfo report` over every node's logs, or "
+    "`diskinfo watch --job-logs`",
+    lambda s: (
+        "find the rank that holds the job back before making this one faster: "
+        "`diskinfo report` over every node's logs folder (or run each node's monitor with "
+        "--job-logs on the job's shared logs folder, or see the job panel in Grafana)"
+    ),
+)
+STRAGGLER = Fix("the straggler's own first fix (its node's verdict)", lambda s: None)
 WRAP = Fix(
     "wrap the DataLoader the loop iterates with `diskinfo.torch.watch`",
     lambda s: wrap_fix(s.wrapped_not_iterated),
@@ -318,6 +328,8 @@ FIXES: dict[Cause, tuple[Fix, ...]] = {
     Cause.CPU_UNEXPLAINED: _CPU,
     Cause.CPU_CONTENTION: (CONTENTION, CHEAPER),  # the neighbour's load is the limit
     Cause.STEP: (FASTER_STEP,),
+    Cause.JOB_STEP: (JOB_VIEW,),  # never faster compute on one rank's word
+    Cause.OTHER_RANK: (STRAGGLER,),  # filled in by analyse/job.in_job
     Cause.NO_STEP: (),
     Cause.GPU_IDLE: (),
     Cause.NO_TRAINING: (),

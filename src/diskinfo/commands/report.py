@@ -147,8 +147,22 @@ def _shown(picks: list[Picked]) -> str:
     return f"run {picks[0].run}" + (" (the last)" if picks[0].run == picks[0].of else "")
 
 
+def _job(folders: list[Path], args: argparse.Namespace) -> int:
+    """The job's table per rank and its verdict over time (no PNG: the timeline is the
+    spans' lines)."""
+    from diskinfo.report import job
+
+    if args.run.strip().lower() != "last":
+        raise UserError("--run picks runs of one file; a job's report reads each node's last run")
+    report = job.build(folders, getattr(args, "job", None))
+    print(json.dumps(report.to_dict(), indent=1) if args.json else job.render(report))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.runs]
+    if any(p.is_dir() for p in paths):  # every node's logs of a distributed job
+        return _job(paths, args)
     if len(paths) > 2:
         raise UserError("give one run to summarise or two (A B) to compare")
     spec = args.run.strip().lower()

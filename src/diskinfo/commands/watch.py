@@ -14,6 +14,7 @@ from typing import TextIO
 
 from diskinfo.analyse.baseline import BaselineCache
 from diskinfo.analyse.diagnoser import Diagnoser
+from diskinfo.sources.peer_logs import PeerLogs
 from diskinfo.collectors.cgroup import CgroupCollector
 from diskinfo.collectors.disk import DiskCollector
 from diskinfo.collectors.gpu import GpuCollector
@@ -109,7 +110,8 @@ def build_monitor(args: argparse.Namespace, held: contextlib.ExitStack) -> Monit
                 f"{exc}; monitoring goes on without the metrics endpoint "
                 "(another port: --metrics-port; in the image, -e METRICS_PORT=...)"
             )
-    analyser = Diagnoser(BaselineCache())
+    peers = PeerLogs(args.job_logs, args.log_dir) if getattr(args, "job_logs", None) else None
+    analyser = Diagnoser(BaselineCache(), peers=peers)
     return Monitor(args.interval, collectors, sinks, analyser=analyser, count=args.count)
 
 

@@ -23,7 +23,7 @@ COLOURS = {
     **dict(
         zip(
             VERDICTS,
-            ("#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#bbbbbb", "#7f7f7f"),
+            ("#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#17becf", "#bbbbbb", "#7f7f7f"),
             strict=True,
         )
     ),
