@@ -236,6 +236,7 @@ def run_dashboard_queries(prom: Prometheus, dev: str, at: float) -> list[tuple[s
             expr.replace("$__rate_interval", "20s")
             .replace('"$node"', '".+"')
             .replace('"$device"', f'"{dev}"')
+            .replace('"$training_job"', '".*"')
         )
         out.append((title, filled, prom.query(filled, at)))
     return out
