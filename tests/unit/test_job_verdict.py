@@ -34,8 +34,15 @@ def node_record(
     """One node's record with one rank of a 3-rank job: `share` of its loop waiting for data."""
     wait = share * 1.0
     ranks = [RankFigures(rank, 3, JOB, NODES[rank], 0, 100 + rank, 20, wait, 1.0 - wait, share)]
-    loader = LoaderFigures(batches=20, wait_s=wait, step_s=1 - wait, wait_share=share,
-                           processes=1, ranks=ranks, world_size=3)  # fmt: skip
+    loader = LoaderFigures(
+        batches=20,
+        wait_s=wait,
+        step_s=1 - wait,
+        wait_share=share,
+        processes=1,
+        ranks=ranks,
+        world_size=3,
+    )
     fixes = ["move the data to faster local storage"] if verdict.startswith("input") else []
     return IntervalRecord(
         ts=ts,
@@ -49,8 +56,9 @@ def node_record(
 
 def straggling(ts: float, slow: int = 1, share: float = 0.6) -> list[IntervalRecord]:
     return [
-        node_record(ts, r, share, "input-bound: disk", 120.0) if r == slow
-        else node_record(ts + 0.3, r, 0.01)  # fmt: skip
+        node_record(ts, r, share, "input-bound: disk", 120.0)
+        if r == slow
+        else node_record(ts + 0.3, r, 0.01)
         for r in range(3)
     ]
 
@@ -68,8 +76,11 @@ def test_one_rank_waiting_for_data_is_the_straggler_with_its_nodes_cause():
 def test_no_rank_waiting_is_balanced_and_most_waiting_is_the_jobs_input():
     calm = [s for r in range(3) for s in job.rank_samples(node_record(1.0, r, 0.02))]
     assert job.judge(calm).kind == job.BALANCED
-    most = [s for r in range(3) for s in job.rank_samples(
-        node_record(1.0, r, 0.5 if r else 0.02, "input-bound: cpu"))]  # fmt: skip
+    most = [
+        s
+        for r in range(3)
+        for s in job.rank_samples(node_record(1.0, r, 0.5 if r else 0.02, "input-bound: cpu"))
+    ]
     assert job.judge(most).kind == job.INPUT_BOUND
     assert job.judge(calm[:1]).kind == job.UNKNOWN  # one rank heard: nothing to compare
 
@@ -77,8 +88,11 @@ def test_no_rank_waiting_is_balanced_and_most_waiting_is_the_jobs_input():
 def test_timeline_holds_the_straggler_and_returns_to_balanced_within_the_hold():
     nodes: list[list[IntervalRecord]] = [[], [], []]
     for i in range(20):
-        recs = straggling(float(i)) if i < 10 else [
-            node_record(i + 0.3 * (r != 1), r, 0.02) for r in range(3)]  # fmt: skip
+        recs = (
+            straggling(float(i))
+            if i < 10
+            else [node_record(i + 0.3 * (r != 1), r, 0.02) for r in range(3)]
+        )
         if i == 5:  # one odd interval never flips the held verdict
             recs = [node_record(i + 0.3 * (r != 1), r, 0.02) for r in range(3)]
         for n, rec in enumerate(recs):
@@ -92,8 +106,12 @@ def test_timeline_holds_the_straggler_and_returns_to_balanced_within_the_hold():
 
 
 def test_a_rank_that_waits_for_another_says_which_on_the_peers_word():
-    own = Verdict(VerdictName.COMPUTE_BOUND, cause=Cause.STEP, summary="the step is the limit",
-                  fixes=["with a GPU, mixed precision"])  # fmt: skip
+    own = Verdict(
+        VerdictName.COMPUTE_BOUND,
+        cause=Cause.STEP,
+        summary="the step is the limit",
+        fixes=["with a GPU, mixed precision"],
+    )
     recs = straggling(10.0)
     mine = recs[0]
     v = job.in_job(mine, own, [recs[1], recs[2]])
@@ -133,8 +151,16 @@ def test_the_diagnoser_asks_the_peers_only_inside_a_job(monkeypatch):
 
 
 def test_the_wrapper_names_rank_job_and_node_from_the_launchers_env(monkeypatch):
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID",
-                 "MASTER_ADDR", "MASTER_PORT", "SLURMD_NODENAME"):  # fmt: skip
+    for name in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "SLURM_JOB_ID",
+        "TORCHELASTIC_RUN_ID",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "SLURMD_NODENAME",
+    ):
         monkeypatch.delenv(name, raising=False)
     assert dtorch.job_identity() == {} or dtorch.job_identity().get("rank") is not None
     monkeypatch.setitem(__import__("sys").modules, "torch.distributed", None)
@@ -146,8 +172,13 @@ def test_the_wrapper_names_rank_job_and_node_from_the_launchers_env(monkeypatch)
     monkeypatch.setenv("MASTER_PORT", "29500")
     monkeypatch.setenv("SLURMD_NODENAME", "node 3;<b>")
     got = dtorch.job_identity()
-    assert got == {"rank": 5, "world_size": 8, "local_rank": 1,
-                   "job_id": "master-10.0.0.1:29500", "node": "node_3__b_"}  # fmt: skip
+    assert got == {
+        "rank": 5,
+        "world_size": 8,
+        "local_rank": 1,
+        "job_id": "master-10.0.0.1:29500",
+        "node": "node_3__b_",
+    }
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")  # torchrun's default: no id
     assert dtorch.job_identity()["job_id"] == "master-10.0.0.1:29500"
     monkeypatch.setenv("SLURM_JOB_ID", "42")
@@ -168,12 +199,18 @@ def test_a_state_file_with_a_bad_identity_is_skipped(field, value):
 
 
 def test_the_collector_keeps_each_ranks_own_figures():
-    prev = {1: LoaderCounters(pid=1, rank=0, world_size=2, job_id=JOB, node="a"),
-            2: LoaderCounters(pid=2, rank=1, world_size=2, job_id=JOB, node="a")}  # fmt: skip
-    cur = {1: LoaderCounters(pid=1, batches=10, wait_s=0.8, step_s=0.2, rank=0, world_size=2,
-                             job_id=JOB, node="a"),
-           2: LoaderCounters(pid=2, batches=10, wait_s=0.1, step_s=0.9, rank=1, world_size=2,
-                             job_id=JOB, node="a")}  # fmt: skip
+    prev = {
+        1: LoaderCounters(pid=1, rank=0, world_size=2, job_id=JOB, node="a"),
+        2: LoaderCounters(pid=2, rank=1, world_size=2, job_id=JOB, node="a"),
+    }
+    cur = {
+        1: LoaderCounters(
+            pid=1, batches=10, wait_s=0.8, step_s=0.2, rank=0, world_size=2, job_id=JOB, node="a"
+        ),
+        2: LoaderCounters(
+            pid=2, batches=10, wait_s=0.1, step_s=0.9, rank=1, world_size=2, job_id=JOB, node="a"
+        ),
+    }
     fig = interval_figures(prev, cur, 1.0)
     assert fig.world_size == 2 and [r.rank for r in fig.ranks] == [0, 1]
     assert fig.ranks[0].wait_share == pytest.approx(0.8) and fig.wait_share == pytest.approx(0.45)
@@ -184,9 +221,7 @@ def test_the_collector_keeps_each_ranks_own_figures():
 
 def _write_node(folder: Path, records: list[IntervalRecord]) -> None:
     folder.mkdir(parents=True)
-    (folder / "diskinfo.jsonl").write_text(
-        "".join(json.dumps(r.to_dict()) + "\n" for r in records)
-    )
+    (folder / "diskinfo.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records))
 
 
 def test_report_over_a_shared_logs_folder(tmp_path, capsys):
@@ -223,3 +258,16 @@ def test_report_over_folders_without_a_job_says_so_in_one_line(tmp_path, capsys)
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty")]) != 0
     assert "no diskinfo.jsonl" in capsys.readouterr().err
+
+
+def test_a_node_verdict_wavering_for_two_intervals_keeps_the_jobs_cause():
+    nodes: list[list[IntervalRecord]] = [[], [], []]
+    for i in range(12):
+        recs = straggling(float(i))
+        if i in (6, 7):  # the straggler's node says cpu twice in a row
+            recs[1] = node_record(float(i), 1, 0.6, "input-bound: cpu")
+        for n, rec in enumerate(recs):
+            nodes[n].append(rec)
+    points = job.timeline(nodes, JOB, hold=2)
+    assert {h.cause for _, _, h in points[1:]} == {"disk"}
+    assert all("r_await 120 ms" in h.summary for _, _, h in points[1:])

@@ -18,8 +18,9 @@ held verdict does). docs/cluster.md says what this needs and what it cannot see.
 from __future__ import annotations
 
 import statistics
+from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from diskinfo.analyse import thresholds as t
 from diskinfo.analyse.fixes import JOB_VIEW
@@ -92,7 +93,8 @@ def rank_samples(record: IntervalRecord) -> list[RankSample]:
     if record.loader is None or not record.loader.ranks:
         return []
     v = record.verdict
-    node_verdict = (v.interval_verdict or v.verdict) if v is not None else ""
+    # the node's held verdict, what its own user reads (one odd interval does not move it)
+    node_verdict = v.verdict if v is not None else ""
     cause = cause_word(node_verdict)
     detail = _detail(record, cause)
     if node_verdict == VerdictName.INPUT_SMALL_FILES:
@@ -179,8 +181,10 @@ def judge(samples: Iterable[RankSample], job_id: str = "") -> JobVerdict:
     worst = max(slow, key=lambda s: s.wait_share)
     others = [s for s in ranks if s is not worst]
     cause = cause_word(worst.node_verdict)
-    why = f"cause: {cause}" + (f", {worst.detail}" if worst.detail else "") if cause else (
-        f"its node's verdict: {worst.node_verdict or 'none'}"
+    why = (
+        f"cause: {cause}" + (f", {worst.detail}" if worst.detail else "")
+        if cause
+        else (f"its node's verdict: {worst.node_verdict or 'none'}")
     )
     step_ms = statistics.median(o.per_batch_ms(o.wait_s + o.step_s) for o in others)
     own_ms = worst.per_batch_ms(worst.wait_s + worst.step_s)
@@ -256,13 +260,14 @@ def timeline(
         return []
     width = statistics.median(s.elapsed_s for s in events) or 1.0
     latest: dict[int, RankSample] = {}
+    votes: dict[int, deque[RankSample]] = {}
     held = JobHold(hold)
     out: list[tuple[float, JobVerdict, JobVerdict]] = []
     i = 0
     end = events[0].ts + width
     while i < len(events):
         while i < len(events) and events[i].ts < end:
-            latest[events[i].rank] = events[i]
+            latest[events[i].rank] = _voted(events[i], votes)
             i += 1
         fresh = [s for s in latest.values() if end - s.ts <= STALE_INTERVALS * width]
         if not fresh and i < len(events):  # a gap (the job paused): on to its next record
@@ -273,6 +278,25 @@ def timeline(
             out.append((end, now, held.push(now)))
         end += width
     return out
+
+
+CAUSE_VOTES = 7  # a rank's last node verdicts that vote for its cause (4 of 7 change it)
+
+
+def _voted(sample: RankSample, votes: dict[int, deque[RankSample]]) -> RankSample:
+    """`sample` with its node's verdict, figure and fix from the input-bound verdict its node
+    held most over the rank's last CAUSE_VOTES intervals: a node's verdict that wavers between
+    causes for an interval or two does not move the job's cause (or its fix)."""
+    recent = votes.setdefault(sample.rank, deque(maxlen=CAUSE_VOTES))
+    recent.append(sample)
+    bound = [s for s in recent if VerdictName.is_input_bound(s.node_verdict)]
+    if not bound or not VerdictName.is_input_bound(sample.node_verdict):
+        return sample
+    top = Counter(cause_word(s.node_verdict) for s in bound).most_common(1)[0][0]
+    if cause_word(sample.node_verdict) == top:
+        return sample
+    like = next(s for s in reversed(bound) if cause_word(s.node_verdict) == top)
+    return replace(sample, node_verdict=like.node_verdict, detail=like.detail, fix=like.fix)
 
 
 def spans(points: list[tuple[float, JobVerdict, JobVerdict]]) -> list[Span]:
@@ -310,8 +334,10 @@ def in_job(record: IntervalRecord, own: Verdict, peers: list[IntervalRecord] | N
     ]
     if fresh:
         job = judge(mine + fresh)
-        if job.kind == STRAGGLER and job.straggler is not None and not any(
-            job.names(m.rank) for m in mine
+        if (
+            job.kind == STRAGGLER
+            and job.straggler is not None
+            and not any(job.names(m.rank) for m in mine)
         ):
             s = job.straggler
             cause = f"cause: {job.cause}" if job.cause else f"its verdict: {s.node_verdict}"
