@@ -82,7 +82,7 @@ def _met(r: dict) -> bool:
     if r["scenario"] in ("disk", "cpu"):
         ok = ok and r["others_waiting_share"] >= 0.8 and r["others_compute_share"] <= 0.1
     if r["scenario"] == "fixed":
-        ok = ok and r["back_after_s"] is not None and r["back_after_s"] <= 3 * h.INTERVAL_S + 1
+        ok = ok and r["back_intervals"] is not None and r["back_intervals"] <= 3
     return ok
 
 
@@ -118,7 +118,9 @@ def write(rows: list[dict], a: argparse.Namespace, report_text: str) -> None:
         expected = r["expect"] + (
             f" rank {r['rank']} ({r['cause']})" if r["rank"] is not None else ""
         )
-        back = f"{r['back_after_s']:.1f} s" if r["back_after_s"] is not None else "-"
+        back = "-"
+        if r["back_after_s"] is not None:
+            back = f"{r['back_intervals']} intervals ({r['back_after_s']:.1f} s)"
         lines.append(
             f"| {r['scenario']} | {r['what']} | `{expected}` | {r['steady']} | "
             f"{r['right_share']:.0%} | {r['changes_per_min']:.2f} | "

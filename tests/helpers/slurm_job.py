@@ -265,6 +265,7 @@ class Score:
     slow_node_verdicts: dict[str, int]
     node_verdicts: dict[str, dict[str, int]]  # each node's held verdict and cause, counted
     back_after_s: float | None = None  # from the cap's lift to the held verdict balanced
+    back_intervals: int | None = None  # the job's intervals from the lift's to that one
     summary: str = ""  # the job verdict's words in the last steady interval
 
 
@@ -279,9 +280,10 @@ def score(run: Run, expect: str, rank: int | None = None, cause: str = "") -> Sc
     if lifted is not None:  # the stretch before the lift is scored; after it, the return
         after = [p for p in steady if p[0] > lifted]
         back = next((p[0] for p in after if p[2].kind == job.BALANCED), None)
+        back_n = next((i + 1 for i, p in enumerate(after) if p[2].kind == job.BALANCED), None)
         steady = [p for p in steady if p[0] <= lifted]
     else:
-        back = None
+        back = back_n = None
 
     def right(v: job.JobVerdict) -> bool:
         if v.kind != expect:
@@ -327,5 +329,6 @@ def score(run: Run, expect: str, rank: int | None = None, cause: str = "") -> Sc
             for n, recs in run.nodes.items()
         },
         back_after_s=None if back is None or lifted is None else back - lifted,
+        back_intervals=back_n,
         summary=steady[-1][2].summary if steady else "",
     )

@@ -250,8 +250,9 @@ def timeline(
     nodes: list[list[IntervalRecord]], job_id: str, hold: int | None = None
 ) -> list[tuple[float, JobVerdict, JobVerdict]]:
     """The job's verdict over time from each node's records: one per interval (the nodes'
-    median interval; their clocks are not aligned), (end of the interval, its own verdict,
-    the held verdict), over each rank's latest sample heard within STALE_INTERVALS."""
+    median interval; their clocks are not aligned), (the time of the latest record it rests
+    on, its own verdict, the held verdict), over each rank's latest sample heard within
+    STALE_INTERVALS."""
     events = sorted(
         (s for recs in nodes for rec in recs for s in rank_samples(rec) if s.job_id == job_id),
         key=lambda s: s.ts,
@@ -275,7 +276,8 @@ def timeline(
             continue
         if fresh:
             now = judge(fresh, job_id)
-            out.append((end, now, held.push(now)))
+            # known as soon as the latest of those records was written
+            out.append((max(x.ts for x in fresh), now, held.push(now)))
         end += width
     return out
 
