@@ -145,7 +145,9 @@ def _typed(name: str, value: object) -> bool:
     if name in _TEXT_LISTS:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if name in _NAMES:
-        return isinstance(value, str) and len(value) <= NAME_CAP and bool(_NAME_CHARS.fullmatch(value))
+        return (
+            isinstance(value, str) and len(value) <= NAME_CAP and bool(_NAME_CHARS.fullmatch(value))
+        )
     if value is None and name in _OPTIONAL_INTS:
         return True
     if isinstance(value, bool):

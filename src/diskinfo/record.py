@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from diskinfo.rank_record import RankFigures
+
 if TYPE_CHECKING:
     from diskinfo.analyse.account import HeldAccount
 
@@ -193,23 +195,6 @@ class ProcessIO:
 
 
 @dataclass
-class RankFigures:
-    """One rank of a distributed job on this node over one interval: its own data wait and
-    step, which the node's sum hides (a node runs one rank per GPU), and who it is."""
-
-    rank: int
-    world_size: int
-    job_id: str = ""  # shared by every rank of the job (loader_state.LoaderCounters.job_id)
-    node: str = ""  # the node's name as the scheduler knows it
-    local_rank: int | None = None
-    pid: int = 0
-    batches: int = 0
-    wait_s: float = 0.0
-    step_s: float = 0.0
-    wait_share: float = 0.0  # wait / (wait + step), 0..1
-
-
-@dataclass
 class LoaderFigures:
     """The training loop's own view: time waiting for the next batch vs. time in the step."""
 
@@ -228,8 +213,7 @@ class LoaderFigures:
     epochs: int = 0  # epochs (iterators) started in the interval
     start_wait_s: float = 0.0  # of wait_s: waiting for those epochs' first batches
     gpu_uuids: list[str] = field(default_factory=list)  # CUDA devices the processes use
-    # the ranks of distributed jobs among those processes (empty outside one), and the largest
-    # world size among them: above 1, the step includes the wait for other ranks
+    # ranks of distributed jobs among them; the largest world size (> 1: steps include waits)
     ranks: list[RankFigures] = field(default_factory=list)
     world_size: int | None = None
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import socket
 import sys
 import threading
 import time
@@ -27,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from diskinfo import loader_state
 from diskinfo import notebook as _notebook
+from diskinfo.job_identity import job_identity
 from diskinfo.loader_state import LoaderCounters
 
 T = TypeVar("T")
@@ -196,50 +196,6 @@ def cuda_device_uuids() -> list[str]:
     except Exception:  # a driver error must never reach the training loop
         return []
     return [u if u.startswith(("GPU-", "MIG-")) else f"GPU-{u}" for u in uuids]
-
-
-def _env_int(name: str) -> int | None:
-    value = os.environ.get(name, "")
-    return int(value) if value.isdigit() else None
-
-
-def job_identity() -> dict[str, Any]:
-    """Which rank of which job this process is: read by the publisher thread, never in the
-    loop, and without any collective (get_rank and get_world_size read the process group
-    the training initialised). torch.distributed first, as it holds what the training
-    actually joined; the launchers' variables (torchrun, srun scripts) until it is
-    initialised. Empty outside a distributed job."""
-    rank = world = None
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            rank, world = int(dist.get_rank()), int(dist.get_world_size())
-    except Exception:  # a group being torn down must never reach the training loop
-        rank = world = None
-    if rank is None:
-        rank, world = _env_int("RANK"), _env_int("WORLD_SIZE")
-    if rank is None or world is None:
-        return {}
-    env = os.environ
-    if env.get("SLURM_JOB_ID"):
-        job = f"slurm-{env['SLURM_JOB_ID']}"
-    elif env.get("TORCHELASTIC_RUN_ID", "none") != "none":  # torchrun's default id is "none"
-        job = f"elastic-{env['TORCHELASTIC_RUN_ID']}"
-    elif env.get("MASTER_ADDR"):
-        job = f"master-{env['MASTER_ADDR']}:{env.get('MASTER_PORT', '')}"
-    else:
-        job = ""
-    return {
-        "rank": rank,
-        "world_size": world,
-        "local_rank": _env_int("LOCAL_RANK"),
-        "job_id": loader_state.as_name(job),
-        "node": loader_state.as_name(env.get("SLURMD_NODENAME") or _hostname()),
-    }
-
-
-def _hostname() -> str:
-    return socket.gethostname().split(".")[0]
 
 
 _meter_lock = threading.Lock()

@@ -14,7 +14,6 @@ from typing import TextIO
 
 from diskinfo.analyse.baseline import BaselineCache
 from diskinfo.analyse.diagnoser import Diagnoser
-from diskinfo.sources.peer_logs import PeerLogs
 from diskinfo.collectors.cgroup import CgroupCollector
 from diskinfo.collectors.disk import DiskCollector
 from diskinfo.collectors.gpu import GpuCollector
@@ -31,6 +30,7 @@ from diskinfo.sinks.jsonl import JsonlSink
 from diskinfo.sinks.logdir_lock import LogDirLock
 from diskinfo.sinks.textlog import TextLogSink
 from diskinfo.sinks.verdict_file import VerdictFileSink
+from diskinfo.sources.peer_logs import PeerLogs
 
 MAX_INTERVAL_S = 86400  # a day: longer waits than the clock can take are refused at once
 

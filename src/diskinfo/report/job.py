@@ -33,7 +33,9 @@ def node_logs(folders: list[Path]) -> list[Path]:
         if own.is_file():
             found.append(own)
             continue
-        below = sorted(p / logfiles.JSONL for p in folder.iterdir() if (p / logfiles.JSONL).is_file())
+        below = sorted(
+            p / logfiles.JSONL for p in folder.iterdir() if (p / logfiles.JSONL).is_file()
+        )
         if not below:
             raise UserError(
                 f"{folder}: no {logfiles.JSONL} in it or in its subfolders (one per node)"
@@ -104,10 +106,15 @@ def build(folders: list[Path], job_id: str | None = None) -> JobReport:
         verdict=main.summary if main else "no interval with two ranks reporting",
         fix=main.fix if main else "",
         spans=[
-            {"start": s.start, "end": s.end, "verdict": s.verdict.kind,
-             "rank": s.verdict.straggler.rank if s.verdict.straggler else None,
-             "node": s.verdict.straggler.node if s.verdict.straggler else None,
-             "cause": s.verdict.cause, "summary": s.verdict.summary}  # fmt: skip
+            {
+                "start": s.start,
+                "end": s.end,
+                "verdict": s.verdict.kind,
+                "rank": s.verdict.straggler.rank if s.verdict.straggler else None,
+                "node": s.verdict.straggler.node if s.verdict.straggler else None,
+                "cause": s.verdict.cause,
+                "summary": s.verdict.summary,
+            }
             for s in spans
         ],
         steady_share=steady / len(points) if points else 0.0,
