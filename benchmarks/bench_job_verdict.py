@@ -107,7 +107,8 @@ def write(rows: list[dict], a: argparse.Namespace, report_text: str) -> None:
         f"intervals from the first with every rank heard, the last {h.TAIL} left out). Targets: "
         ">= 90% right, <= 1 change/min; with a straggler, the other nodes' own held verdicts "
         "`waits for another rank` >= 80% and `compute-bound` <= 10%; the cap lifted: the held "
-        "job verdict balanced within 3 intervals.",
+        "job verdict balanced within 3 intervals after the one the lift lands in (that one is "
+        "partly capped; the hold needs two balanced intervals).",
         "",
         "| scenario | what | expected | steady intervals | right | changes/min | other nodes: "
         "waits for another rank / compute-bound | slow node's own verdicts | back to balanced "
@@ -120,7 +121,7 @@ def write(rows: list[dict], a: argparse.Namespace, report_text: str) -> None:
         )
         back = "-"
         if r["back_after_s"] is not None:
-            back = f"{r['back_intervals']} intervals ({r['back_after_s']:.1f} s)"
+            back = f"{r['back_intervals']} intervals after the lift's ({r['back_after_s']:.1f} s)"
         lines.append(
             f"| {r['scenario']} | {r['what']} | `{expected}` | {r['steady']} | "
             f"{r['right_share']:.0%} | {r['changes_per_min']:.2f} | "

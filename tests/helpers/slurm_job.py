@@ -265,7 +265,8 @@ class Score:
     slow_node_verdicts: dict[str, int]
     node_verdicts: dict[str, dict[str, int]]  # each node's held verdict and cause, counted
     back_after_s: float | None = None  # from the cap's lift to the held verdict balanced
-    back_intervals: int | None = None  # the job's intervals from the lift's to that one
+    # whole intervals of the job's after the one the lift lands in, to the balanced one
+    back_intervals: int | None = None
     summary: str = ""  # the job verdict's words in the last steady interval
 
 
@@ -280,7 +281,7 @@ def score(run: Run, expect: str, rank: int | None = None, cause: str = "") -> Sc
     if lifted is not None:  # the stretch before the lift is scored; after it, the return
         after = [p for p in steady if p[0] > lifted]
         back = next((p[0] for p in after if p[2].kind == job.BALANCED), None)
-        back_n = next((i + 1 for i, p in enumerate(after) if p[2].kind == job.BALANCED), None)
+        back_n = next((i for i, p in enumerate(after) if p[2].kind == job.BALANCED), None)
         steady = [p for p in steady if p[0] <= lifted]
     else:
         back = back_n = None
