@@ -15,9 +15,9 @@ from diskinfo.record import (
     HostFigures,
     IntervalRecord,
     LoaderFigures,
-    RankFigures,
     NfsFigures,
     ProcessIO,
+    RankFigures,
     Verdict,
 )
 
@@ -197,7 +197,12 @@ def full_record(secret: str = "", **over: Any) -> IntervalRecord:
             ProcessIO(3, "pt_data_worker", read_mb_s=3.0, role="worker"),
         ],
         loader=LoaderFigures(
-            batches=10, wait_s=1.5, step_s=0.5, wait_share=0.75, batches_s=5, world_size=2,
+            batches=10,
+            wait_s=1.5,
+            step_s=0.5,
+            wait_share=0.75,
+            batches_s=5,
+            world_size=2,
             ranks=[RankFigures(1, 2, "slurm-7", "node-2", 1, 4242, 10, 1.5, 0.5, 0.75)],
         ),
         verdict=Verdict(
@@ -251,9 +256,13 @@ def write_run(path: Path, records: list[IntervalRecord]) -> Path:
 # 5 s long; SMALL_FILE_READS is what a cold tree of small files shows on it.
 def loop_figures(share: float, workers: int = 0) -> LoaderFigures:
     return LoaderFigures(
-        batches=50, wait_s=4.9 * share, step_s=4.9 * (1 - share), wait_share=share,
-        processes=1, num_workers=workers,
-    )  # fmt: skip
+        batches=50,
+        wait_s=4.9 * share,
+        step_s=4.9 * (1 - share),
+        wait_share=share,
+        processes=1,
+        num_workers=workers,
+    )
 
 
 def judged_record(**kw) -> IntervalRecord:
