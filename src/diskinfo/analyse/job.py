@@ -206,12 +206,18 @@ def judge(samples: Iterable[RankSample], job_id: str = "") -> JobVerdict:
     )
 
 
+# intervals another job verdict must be decided in a row: the job's verdict rests on the ranks'
+# own data-wait shares (the cause is voted apart, CAUSE_VOTES), so two suffice, and a fixed
+# straggler reads balanced within three intervals whatever the node's hold
+JOB_HOLD = 2
+
+
 class JobHold:
     """The held job verdict: another one replaces it only after `hold` intervals in a row
     (unknown is left at once), as the node's held verdict (analyse/diagnoser.Hysteresis)."""
 
     def __init__(self, hold: int | None = None) -> None:
-        self.hold = max(1, t.verdict_hold() if hold is None else hold)
+        self.hold = max(1, JOB_HOLD if hold is None else hold)
         self.held: JobVerdict | None = None
         self._run: list[JobVerdict] = []
 
