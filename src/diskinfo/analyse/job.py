@@ -112,7 +112,7 @@ def rank_samples(record: IntervalRecord) -> list[RankSample]:
             step_s=r.step_s,
             wait_share=r.wait_share,
             node_verdict=node_verdict,
-            node_cause=(v.interval_cause or v.cause) if v is not None else "",
+            node_cause=v.cause if v is not None else "",
             detail=detail,
             fix=v.fixes[0] if v is not None and v.fixes else "",
         )
@@ -288,7 +288,9 @@ def timeline(
     return out
 
 
-CAUSE_VOTES = 7  # a rank's last node verdicts that vote for its cause (4 of 7 change it)
+CAUSE_VOTES = 5  # a rank's last node verdicts that vote for its cause (3 of 5 change it)
+# a node's verdict on its loop's start says nothing of the steady cause: no vote
+_NO_VOTE = frozenset({Cause.EPOCH_START.value, Cause.STARTING.value})
 
 
 def _voted(sample: RankSample, votes: dict[int, deque[RankSample]]) -> RankSample:
@@ -296,6 +298,8 @@ def _voted(sample: RankSample, votes: dict[int, deque[RankSample]]) -> RankSampl
     held most over the rank's last CAUSE_VOTES intervals: a node's verdict that wavers between
     causes for an interval or two does not move the job's cause (or its fix)."""
     recent = votes.setdefault(sample.rank, deque(maxlen=CAUSE_VOTES))
+    if sample.node_cause in _NO_VOTE:
+        return sample
     recent.append(sample)
     bound = [s for s in recent if VerdictName.is_input_bound(s.node_verdict)]
     if not bound or not VerdictName.is_input_bound(sample.node_verdict):
