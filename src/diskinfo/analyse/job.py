@@ -34,6 +34,8 @@ UNKNOWN = "unknown"
 # a rank heard from in the last this many intervals still counts for the job's verdict: the
 # nodes' intervals are not aligned, and a record can be one interval late on a shared folder
 STALE_INTERVALS = 3.0
+# a node's verdict on its loop's start says nothing of the steady cause: no cause, no vote
+_NO_VOTE = frozenset({Cause.EPOCH_START.value, Cause.STARTING.value})
 
 
 @dataclass
@@ -61,6 +63,11 @@ class RankSample:
 
     def per_batch_ms(self, seconds: float) -> float:
         return 1000 * seconds / self.batches if self.batches else 0.0
+
+
+def sample_cause(s: RankSample) -> str:
+    """The rank's cause from its node's verdict; none from a verdict on the loop's start."""
+    return "" if s.node_cause in _NO_VOTE else cause_word(s.node_verdict)
 
 
 def cause_word(node_verdict: str) -> str:
@@ -93,8 +100,12 @@ def rank_samples(record: IntervalRecord) -> list[RankSample]:
     if record.loader is None or not record.loader.ranks:
         return []
     v = record.verdict
-    # the node's held verdict, what its own user reads (one odd interval does not move it)
-    node_verdict = v.verdict if v is not None else ""
+    # the node's held verdict, what its own user reads (one odd interval does not move it);
+    # the interval's own where only it is input-bound (the node's hold has yet to follow)
+    node_verdict, node_cause = (v.verdict, v.cause) if v is not None else ("", "")
+    held_bound = v is not None and VerdictName.is_input_bound(v.verdict)
+    if v is not None and not held_bound and VerdictName.is_input_bound(v.interval_verdict):
+        node_verdict, node_cause = v.interval_verdict, v.interval_cause
     cause = cause_word(node_verdict)
     detail = _detail(record, cause)
     if node_verdict == VerdictName.INPUT_SMALL_FILES:
@@ -112,7 +123,7 @@ def rank_samples(record: IntervalRecord) -> list[RankSample]:
             step_s=r.step_s,
             wait_share=r.wait_share,
             node_verdict=node_verdict,
-            node_cause=v.cause if v is not None else "",
+            node_cause=node_cause,
             detail=detail,
             fix=v.fixes[0] if v is not None and v.fixes else "",
         )
@@ -180,7 +191,7 @@ def judge(samples: Iterable[RankSample], job_id: str = "") -> JobVerdict:
         )
     worst = max(slow, key=lambda s: s.wait_share)
     others = [s for s in ranks if s is not worst]
-    cause = cause_word(worst.node_verdict)
+    cause = sample_cause(worst)
     why = (
         f"cause: {cause}" + (f", {worst.detail}" if worst.detail else "")
         if cause
@@ -214,18 +225,24 @@ JOB_HOLD = 2
 
 class JobHold:
     """The held job verdict: another one replaces it only after `hold` intervals in a row
-    (unknown is left at once), as the node's held verdict (analyse/diagnoser.Hysteresis)."""
+    (unknown is left at once, and a straggler's cause, once its node names one, is filled in
+    at once), as the node's held verdict (analyse/diagnoser.Hysteresis)."""
 
     def __init__(self, hold: int | None = None) -> None:
         self.hold = max(1, JOB_HOLD if hold is None else hold)
         self.held: JobVerdict | None = None
         self._run: list[JobVerdict] = []
 
+    def fills_in(self, decided: JobVerdict) -> bool:
+        """The held straggler, with the cause its node had not named yet."""
+        held = self.held
+        return held is not None and held.key[:2] == decided.key[:2] and not held.cause
+
     def push(self, decided: JobVerdict) -> JobVerdict:
         if self.held is None or (self.held.kind == UNKNOWN and decided.kind != UNKNOWN):
             self.held, self._run = decided, []
             return decided
-        if decided.key == self.held.key:
+        if decided.key == self.held.key or self.fills_in(decided):
             self.held, self._run = decided, []  # same verdict: this interval's figures
             return decided
         self._run = [v for v in self._run if v.key == decided.key] + [decided]
@@ -289,8 +306,6 @@ def timeline(
 
 
 CAUSE_VOTES = 5  # a rank's last node verdicts that vote for its cause (3 of 5 change it)
-# a node's verdict on its loop's start says nothing of the steady cause: no vote
-_NO_VOTE = frozenset({Cause.EPOCH_START.value, Cause.STARTING.value})
 
 
 def _voted(sample: RankSample, votes: dict[int, deque[RankSample]]) -> RankSample:
@@ -301,14 +316,20 @@ def _voted(sample: RankSample, votes: dict[int, deque[RankSample]]) -> RankSampl
     if sample.node_cause in _NO_VOTE:
         return sample
     recent.append(sample)
-    bound = [s for s in recent if VerdictName.is_input_bound(s.node_verdict)]
+    bound = [s for s in recent if sample_cause(s)]
     if not bound or not VerdictName.is_input_bound(sample.node_verdict):
         return sample
-    top = Counter(cause_word(s.node_verdict) for s in bound).most_common(1)[0][0]
-    if cause_word(sample.node_verdict) == top:
+    top = Counter(sample_cause(s) for s in bound).most_common(1)[0][0]
+    if sample_cause(sample) == top:
         return sample
-    like = next(s for s in reversed(bound) if cause_word(s.node_verdict) == top)
-    return replace(sample, node_verdict=like.node_verdict, detail=like.detail, fix=like.fix)
+    like = next(s for s in reversed(bound) if sample_cause(s) == top)
+    return replace(
+        sample,
+        node_verdict=like.node_verdict,
+        node_cause=like.node_cause,
+        detail=like.detail,
+        fix=like.fix,
+    )
 
 
 def spans(points: list[tuple[float, JobVerdict, JobVerdict]]) -> list[Span]:
