@@ -248,7 +248,9 @@ def _remove_cgroup(path: Path) -> None:
         path.rmdir()
 
 
-WARMUP = 5  # intervals from the job's first verdict: workers start, the first epoch begins
+# intervals (8 s) from the first with every rank heard, while the nodes' held verdicts settle
+# (the verdict matrix: 10 s)
+WARMUP = 8
 TAIL = 2  # the last intervals: ranks leaving one by one
 
 
