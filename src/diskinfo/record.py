@@ -234,8 +234,7 @@ class VerdictName(_Word):
     INPUT_CPU = "input-bound: cpu"
     INPUT_SMALL_FILES = "input-bound: small-file random reads"
     COMPUTE_BOUND = "compute-bound"
-    # a rank of a distributed job whose step is the wait for another rank (analyse/job.py)
-    WAITS_FOR_RANK = "waits for another rank"
+    WAITS_FOR_RANK = "waits for another rank"  # a rank's step waits for another's data
     IDLE = "idle"
     UNKNOWN = "unknown"
 
@@ -280,8 +279,7 @@ class Cause(_Word):
     CPU_UNEXPLAINED = "cpu-unexplained", VerdictName.INPUT_CPU
     CPU_CONTENTION = "cpu-contention", VerdictName.INPUT_CPU
     STEP = "step", VerdictName.COMPUTE_BOUND
-    # one rank of several, no word from the others: its step includes their wait
-    JOB_STEP = "job-step", VerdictName.COMPUTE_BOUND
+    JOB_STEP = "job-step", VerdictName.COMPUTE_BOUND  # one rank of several, on its own word
     OTHER_RANK = "other-rank", VerdictName.WAITS_FOR_RANK
     NO_STEP = "no-step", VerdictName.IDLE
     GPU_IDLE = "gpu-idle", VerdictName.IDLE
