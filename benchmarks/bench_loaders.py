@@ -206,8 +206,8 @@ def build_loader(writer: str, reader: str, data: Path, workers: int) -> Any:
         # with the class in the keys, `cls` from the manifest
         dataset = wds.WebDataset(urls, shardshuffle=100).shuffle(1000)
         if writer in PACKS:
-            from diskinfo.pack import read_manifest
             from diskinfo.shards import class_values, with_class
+            from diskinfo.shards.pack import read_manifest
 
             if (classes := class_values(read_manifest(out))) is not None:
                 dataset = dataset.map(functools.partial(with_class, classes=classes))
@@ -715,7 +715,7 @@ def cell_tables(cells: list[dict], shuffled: float) -> list[str]:
 
 
 def render(everything: dict, path: Path) -> None:
-    from diskinfo.shard_mixing import expected_distinct
+    from diskinfo.shards.mixing import expected_distinct
 
     meta = everything["meta"]
     v = meta["versions"]

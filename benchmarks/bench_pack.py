@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 CLASSES = 1000
 CHILD = """
 import json, resource, sys, time
-from diskinfo.pack import pack
+from diskinfo.shards.pack import pack
 t = time.monotonic()
 m = pack(sys.argv[1], sys.argv[2], progress=False)
 print(json.dumps({"rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,

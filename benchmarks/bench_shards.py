@@ -94,7 +94,7 @@ def child(kind: str, workers: int, data: Path, step_ms: float, batch: int) -> No
     else:
         import webdataset as wds
 
-        from diskinfo.pack import read_manifest
+        from diskinfo.shards.pack import read_manifest
 
         manifest = read_manifest(data / "shards")
         urls = [str(data / "shards" / s["name"]) for s in manifest["shards"]]

@@ -54,8 +54,8 @@ def dataset(path: str, reader: str, seed: int):
     if reader == "webdataset":
         import webdataset as wds
 
-        from diskinfo.pack import read_manifest
         from diskinfo.shards import class_values, with_class
+        from diskinfo.shards.pack import read_manifest
 
         manifest = read_manifest(path)
         urls = [os.path.join(path, s["name"]) for s in manifest["shards"]]

@@ -228,7 +228,7 @@ def _settings_of(loader: Any) -> dict[str, Any]:
 def _count_pass(dataset: Any) -> None:
     """A ShardDataset read by workers started afresh each epoch learns of the pass here, in
     the main process (ShardDataset.begin_pass); not imported, there is none to tell."""
-    shards = sys.modules.get("diskinfo.shards")
+    shards = sys.modules.get("diskinfo.shards.dataset")
     if shards is not None and isinstance(dataset, shards.ShardDataset):
         dataset.begin_pass()
 

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diskinfo import cli
-from diskinfo import pack as packmod
 from diskinfo.errors import UserError
-from diskinfo.pack import STATE, pack, read_manifest, verify
 from diskinfo.shards import class_values, read_shard
+from diskinfo.shards import pack as packmod
+from diskinfo.shards.pack import STATE, pack, read_manifest, verify
 from tests.helpers import ROOT, tools
 from tests.helpers.cli import one_line_error
 

@@ -12,8 +12,8 @@ import pytest
 
 from diskinfo import cli
 from diskinfo.errors import UserError
-from diskinfo.pack import pack, scan, shard_name, write_shard
-from diskinfo.pack.access import source_owner
+from diskinfo.shards.pack import pack, scan, shard_name, write_shard
+from diskinfo.shards.pack.access import source_owner
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="root packs a user's tree")
 USER = 1234

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import diskinfo.pack.spill as spillmod
+import diskinfo.shards.pack.spill as spillmod
 from diskinfo.errors import UserError
-from diskinfo.pack import MANIFEST, STATE, pack
 from diskinfo.shards import read_shard
+from diskinfo.shards.pack import MANIFEST, STATE, pack
 
 ROOT = Path(__file__).resolve().parents[2]
 

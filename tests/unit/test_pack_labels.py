@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from diskinfo import cli
-from diskinfo import pack as packmod
 from diskinfo.errors import UserError
-from diskinfo.pack import STATE, pack, read_manifest
-from diskinfo.pack.plan import FORMAT, fingerprint
-from diskinfo.shard_mixing import shard_labels
 from diskinfo.shards import ShardDataset, ShardError, read_shard
+from diskinfo.shards import pack as packmod
+from diskinfo.shards.mixing import shard_labels
+from diskinfo.shards.pack import STATE, pack, read_manifest
+from diskinfo.shards.pack.plan import FORMAT, fingerprint
 from tests.helpers.cli import one_line_error
 from tests.unit.test_pack import image_folder
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import diskinfo.pack.runs as runsmod
-import diskinfo.pack.shard as shardmod
-import diskinfo.pack.spill as spillmod
-from diskinfo.pack import pack
+import diskinfo.shards.pack.runs as runsmod
+import diskinfo.shards.pack.shard as shardmod
+import diskinfo.shards.pack.spill as spillmod
+from diskinfo.shards.pack import pack
 
 
 def tree(root: Path, classes: int, per: int, seed: int = 5) -> None:

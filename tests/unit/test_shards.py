@@ -15,17 +15,17 @@ import pytest
 import torch.utils.data
 import webdataset as wds
 
-from diskinfo import shardlist
 from diskinfo.errors import UserError
-from diskinfo.pack import pack, read_manifest
 from diskinfo.shards import (
     ShardDataset,
     class_values,
     read_shard,
+    shardlist,
     split_name,
     tar_members,
     with_class,
 )
+from diskinfo.shards.pack import pack, read_manifest
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import torch
 import torch.distributed as dist
 import torch.utils.data
 
-from diskinfo.pack import pack
 from diskinfo.shards import ShardDataset
+from diskinfo.shards.pack import pack
 from tests.helpers.net import free_port
 
 WORLD, WORKERS, BATCH = 2, 2, 8

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 import diskinfo
-from diskinfo.pack import pack
 from diskinfo.shards import ShardDataset
+from diskinfo.shards.pack import pack
 from tests.helpers import ROOT
 
 pytest.importorskip("torchdata")

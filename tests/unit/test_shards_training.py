@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch.utils.data
 
-from diskinfo.pack import pack
 from diskinfo.shards import ShardDataset, buffer_shuffle
+from diskinfo.shards.pack import pack
 
 CLASSES, PER_CLASS, BATCH = 10, 200, 64
 

@@ -26,9 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diskinfo import tarstream
-from diskinfo.pack import pack
-from diskinfo.tarstream import ShardError, tar_members
+from diskinfo.shards import tarstream
+from diskinfo.shards.pack import pack
+from diskinfo.shards.tarstream import ShardError, tar_members
 
 SECONDS = 5  # per input; a shard of a few kB reads in about a millisecond
 MiB = 1 << 20

@@ -200,7 +200,7 @@ def test_staged_pick_within_10_percent_of_exhaustive_best(factory: str) -> None:
 def test_pack_adds_the_shards_to_the_grid(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from diskinfo.pack import pack
+    from diskinfo.shards.pack import pack
 
     for i in range(400):
         (tmp_path / "src" / f"c{i % 4}").mkdir(parents=True, exist_ok=True)
@@ -251,8 +251,8 @@ def test_the_batch_mix_is_shard_dataset_mixing_for_each_workers_count(tmp_path: 
     import io
     import tarfile
 
-    from diskinfo.pack import pack
     from diskinfo.shards import ShardDataset
+    from diskinfo.shards.pack import pack
     from diskinfo.tune import mix
     from tests.helpers.tune_workloads import Decode
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from diskinfo.commands import LOG_DIR
-from diskinfo.pack.progress import Bar
+from diskinfo.shards.pack.progress import Bar
 from diskinfo.tune import Options, mix, tune
 from diskinfo.tune.table import caveat, plot, render, verdict, write_json
 

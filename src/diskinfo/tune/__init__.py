@@ -130,7 +130,7 @@ def tune(opts: Options, tick: Callable[[float, str], None] = lambda share, text:
     files.collate_fn = collate
     shards = None
     if opts.pack:
-        from diskinfo import shardlist
+        from diskinfo.shards import shardlist
 
         shardlist.resolve(opts.pack)  # what ShardDataset takes; a one-line error here if none
         if not accepts_shards(factory):

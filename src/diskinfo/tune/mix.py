@@ -17,9 +17,9 @@ from typing import Any
 
 import torch.utils.data
 
-from diskinfo.pack.mix import in_words, order_correlation
-from diskinfo.shard_mixing import mixing, shard_labels
-from diskinfo.shard_stream import ShardStream
+from diskinfo.shards.mixing import mixing, shard_labels
+from diskinfo.shards.pack.mix import in_words, order_correlation
+from diskinfo.shards.stream import ShardStream
 from diskinfo.tune.runner import Result, Runner
 
 LABEL = "cls"  # the class, as ShardDataset gives it and ShardDataset.mixing reads it

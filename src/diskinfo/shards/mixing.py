@@ -18,7 +18,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from diskinfo.shard_stream import ShardStream
+    from diskinfo.shards.stream import ShardStream
 
 
 class Mixing(NamedTuple):
@@ -49,7 +49,7 @@ def mixing(
     if ds.world_size is not None:
         world = ds.world_size
     else:
-        from diskinfo.shards import consumer
+        from diskinfo.shards.dataset import consumer
 
         world = consumer()[1]
     workers = max(1, num_workers)
@@ -78,7 +78,7 @@ def shard_labels(
     once for several `mixing` calls: only those members' bytes are read (none, for the
     `cls` of a pack made with `--labels key`: it is in the keys). TimeoutError when
     the monotonic clock passes `deadline` (a large set on slow storage: every tar header)."""
-    from diskinfo.shards import read_shard  # torch: not for a caller that has the labels
+    from diskinfo.shards.dataset import read_shard  # torch: not for a caller that has the labels
 
     out = []
     for path in ds.shards:

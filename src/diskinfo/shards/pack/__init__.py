@@ -32,9 +32,9 @@ from typing import Any, TextIO
 
 from diskinfo.errors import UserError
 from diskinfo.fileio import fsync_dir, make_dirs, opened_dir, read_regular, write_atomic
-from diskinfo.pack.access import Owner, source_owner
-from diskinfo.pack.mix import predict
-from diskinfo.pack.plan import (
+from diskinfo.shards.pack.access import Owner, source_owner
+from diskinfo.shards.pack.mix import predict
+from diskinfo.shards.pack.plan import (
     FORMAT,
     LABEL_KEY,
     LABEL_MEMBER,
@@ -44,10 +44,10 @@ from diskinfo.pack.plan import (
     shard_count,
     shuffled,
 )
-from diskinfo.pack.progress import Progress
-from diskinfo.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
-from diskinfo.pack.shard import shard_name, verify, write_shard
-from diskinfo.pack.spill import OPEN_SPILLS, spill_shards
+from diskinfo.shards.pack.progress import Progress
+from diskinfo.shards.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
+from diskinfo.shards.pack.shard import shard_name, verify, write_shard
+from diskinfo.shards.pack.spill import OPEN_SPILLS, spill_shards
 from diskinfo.sources import mountinfo
 from diskinfo.units import format_size
 

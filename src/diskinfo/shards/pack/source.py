@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from diskinfo.pack.access import Owner, check_open
-from diskinfo.pack.scan import Member
+from diskinfo.shards.pack.access import Owner, check_open
+from diskinfo.shards.pack.scan import Member
 
 CHUNK = 1 << 20
 

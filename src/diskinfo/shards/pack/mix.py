@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from diskinfo.shard_mixing import mixing
-from diskinfo.shard_stream import SHUFFLE_BUFFER, ShardStream
+from diskinfo.shards.mixing import mixing
+from diskinfo.shards.stream import SHUFFLE_BUFFER, ShardStream
 
 BATCH = 32  # as the docs' examples train
 WORKERS = 2  # DataLoader workers on one rank

@@ -20,10 +20,10 @@ from typing import Any, BinaryIO
 
 from diskinfo.errors import UserError
 from diskinfo.fileio import create_temp, fsync_dir, opened_dir, owner_of, unlink_quietly
-from diskinfo.pack.access import Owner
-from diskinfo.pack.scan import BLOCK, Member, Sample, label_bytes
-from diskinfo.pack.source import CHUNK, SourceError, read_source
-from diskinfo.pack.spill import Spill
+from diskinfo.shards.pack.access import Owner
+from diskinfo.shards.pack.scan import BLOCK, Member, Sample, label_bytes
+from diskinfo.shards.pack.source import CHUNK, SourceError, read_source
+from diskinfo.shards.pack.spill import Spill
 
 ZEROS = bytes(tarfile.RECORDSIZE)
 # a ustar header of a regular file, owner 0:0, mode 0644, as tarfile's PAX format writes one

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from diskinfo.errors import UserError
-from diskinfo.pack import MANIFEST, read_manifest
+from diskinfo.shards.pack import MANIFEST, read_manifest
 
 # {a,b,c} or {lo..hi} or {lo..hi..step}: the innermost braces, no nesting
 _BRACES = re.compile(r"\{([^{}]*)\}")

@@ -33,7 +33,7 @@ from array import array
 from collections.abc import Callable, Sequence
 
 from diskinfo.errors import UserError
-from diskinfo.pack.scan import BLOCK
+from diskinfo.shards.pack.scan import BLOCK
 from diskinfo.units import counted, format_given
 
 FORMAT = "diskinfo.pack/1"

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diskinfo.errors import UserError
-from diskinfo.pack.access import Owner, check_dir, check_file
-from diskinfo.pack.runs import Records, merged
+from diskinfo.shards.pack.access import Owner, check_dir, check_file
+from diskinfo.shards.pack.runs import Records, merged
 
 BLOCK = 512  # a tar header, and the unit tar pads member data to
 

@@ -34,11 +34,11 @@ from typing import BinaryIO
 
 from diskinfo.errors import UserError
 from diskinfo.fileio import create_temp, unlink_quietly
-from diskinfo.pack.access import Owner
-from diskinfo.pack.plan import Layout
-from diskinfo.pack.runs import merged
-from diskinfo.pack.scan import Member, Sample, SampleList
-from diskinfo.pack.source import CHUNK, SourceError, open_source, read_opened
+from diskinfo.shards.pack.access import Owner
+from diskinfo.shards.pack.plan import Layout
+from diskinfo.shards.pack.runs import merged
+from diskinfo.shards.pack.scan import Member, Sample, SampleList
+from diskinfo.shards.pack.source import CHUNK, SourceError, open_source, read_opened
 
 # a record: RECORD, the file's bytes, its sample's key and its extension (UTF-8), then CRC
 # position, member index, members in the sample, size, mtime, label, key and ext lengths

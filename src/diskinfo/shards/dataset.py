@@ -33,17 +33,17 @@ from typing import TYPE_CHECKING, Any
 
 import torch.utils.data
 
-from diskinfo import shardlist
-from diskinfo.pack.plan import LABEL_KEY
-from diskinfo.pack.scan import label_bytes
-from diskinfo.shard_stream import SHUFFLE_BUFFER, ShardStream
-from diskinfo.shard_stream import buffer_shuffle as buffer_shuffle  # re-exported
-from diskinfo.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
-from diskinfo.tarstream import tar_members as tar_members  # re-exported
-from diskinfo.tarstream import tar_runs
+from diskinfo.shards import shardlist
+from diskinfo.shards.pack.plan import LABEL_KEY
+from diskinfo.shards.pack.scan import label_bytes
+from diskinfo.shards.stream import SHUFFLE_BUFFER, ShardStream
+from diskinfo.shards.stream import buffer_shuffle as buffer_shuffle  # re-exported
+from diskinfo.shards.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
+from diskinfo.shards.tarstream import tar_members as tar_members  # re-exported
+from diskinfo.shards.tarstream import tar_runs
 
 if TYPE_CHECKING:
-    from diskinfo.shard_mixing import Mixing
+    from diskinfo.shards.mixing import Mixing
 
 Sample = dict[str, Any]
 
@@ -218,8 +218,8 @@ class ShardDataset(torch.utils.data.IterableDataset, ShardStream):
     def mixing(self, batch_size: int, num_workers: int = 0, label: str = "cls") -> Mixing:
         """Distinct classes per batch that this dataset's DataLoader (`batch_size`,
         `num_workers`) gives in the coming epoch, beside a fully shuffled loader's: read
-        from the `label` members alone (see diskinfo.shard_mixing)."""
-        from diskinfo.shard_mixing import mixing
+        from the `label` members alone (see diskinfo.shards.mixing)."""
+        from diskinfo.shards.mixing import mixing
 
         return mixing(self, batch_size, num_workers, label)
 
