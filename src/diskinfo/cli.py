@@ -20,6 +20,7 @@ from diskinfo import __version__
 from diskinfo.commands import LOG_DIR
 from diskinfo.errors import Terminated, UserError, interrupted_exit, printable
 from diskinfo.privileges import decide
+from diskinfo.shards.format import LABEL_KEY, LABELS
 from diskinfo.units import MIB, RULE, size_arg
 
 
@@ -259,8 +260,8 @@ def build_parser() -> OneLineParser:
     )
     p.add_argument(
         "--labels",
-        choices=("key", "member"),
-        default="key",
+        choices=LABELS,
+        default=LABEL_KEY,
         help="where a sample's class goes: key: only its folder in the key, ShardDataset "
         "gives cls from it (default: smaller, faster); member: a .cls member too, as "
         "webdataset's to_tuple(..., 'cls') reads it",

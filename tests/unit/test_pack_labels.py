@@ -17,9 +17,10 @@ from diskinfo import cli
 from diskinfo.errors import UserError
 from diskinfo.shards import ShardDataset, ShardError, read_shard
 from diskinfo.shards import pack as packmod
-from diskinfo.shards.mixing import shard_labels
+from diskinfo.shards.dataset import shard_labels
+from diskinfo.shards.format import FORMAT
 from diskinfo.shards.pack import STATE, pack, read_manifest
-from diskinfo.shards.pack.plan import FORMAT, fingerprint
+from diskinfo.shards.pack.plan import fingerprint
 from tests.helpers.cli import one_line_error
 from tests.unit.test_pack import image_folder
 

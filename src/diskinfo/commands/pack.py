@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from diskinfo.errors import interrupted_exit
+from diskinfo.shards.format import LABEL_KEY
+from diskinfo.shards.mixing import in_words
 from diskinfo.shards.pack import MANIFEST, pack
-from diskinfo.shards.pack.mix import in_words
-from diskinfo.shards.pack.plan import LABEL_KEY
 from diskinfo.units import counted, format_size
 
 

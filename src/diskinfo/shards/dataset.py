@@ -26,33 +26,24 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch.utils.data
 
 from diskinfo.shards import shardlist
-from diskinfo.shards.pack.plan import LABEL_KEY
-from diskinfo.shards.pack.scan import label_bytes
+from diskinfo.shards.format import CLASS, class_folder, class_values, split_name
+from diskinfo.shards.mixing import Mixing, mixing
 from diskinfo.shards.stream import SHUFFLE_BUFFER, ShardStream
 from diskinfo.shards.stream import buffer_shuffle as buffer_shuffle  # re-exported
 from diskinfo.shards.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
 from diskinfo.shards.tarstream import tar_members as tar_members  # re-exported
 from diskinfo.shards.tarstream import tar_runs
 
-if TYPE_CHECKING:
-    from diskinfo.shards.mixing import Mixing
-
 Sample = dict[str, Any]
-
-
-def split_name(name: str) -> tuple[str, str]:
-    """'cat/0001.seg.png' -> ('cat/0001', 'seg.png'): the key ends at the basename's first dot,
-    as in webdataset's base_plus_ext."""
-    dot = name.find(".", name.rfind("/") + 1)
-    return (name, "") if dot < 0 else (name[:dot], name[dot + 1 :].lower())
 
 
 def read_shard(
@@ -76,7 +67,7 @@ def read_shard(
                     yield current
                 current, current_key = {"__key__": key, "__url__": url}, key
                 if classes is not None:
-                    current["cls"] = class_of(key, classes, url)
+                    current[CLASS] = class_of(key, classes, url)
             if data is not None:
                 current[ext] = data  # type: ignore[index]
     if current is not None:
@@ -87,7 +78,7 @@ def class_of(key: str, classes: Mapping[str, bytes], url: str) -> bytes:
     """The `cls` of a sample of a pack made with `--labels key`: its key's top folder looked up
     in `class_values`; a key outside them is one ShardError line naming `url`."""
     try:
-        return classes[key[: key.index("/")]]
+        return classes[class_folder(key)]
     except (KeyError, ValueError):
         raise ShardError(
             f"{url}: sample {key} is in no class folder the manifest lists "
@@ -100,15 +91,22 @@ def with_class(sample: Sample, classes: Mapping[str, bytes]) -> Sample:
     of a pack with the class in the keys: `.map(functools.partial(with_class,
     classes=class_values(manifest)))`. A module-level function, not a lambda: DataLoader
     workers started by spawn pickle the pipeline, and a lambda does not pickle."""
-    return {**sample, "cls": class_of(sample["__key__"], classes, sample["__url__"])}
+    return {**sample, CLASS: class_of(sample["__key__"], classes, sample["__url__"])}
 
 
-def class_values(manifest: Mapping[str, Any] | None) -> dict[str, bytes] | None:
-    """For a pack made with `--labels key`: each class folder's `cls` value, as the member
-    would have held it (the index in the manifest's sorted `classes`); None otherwise."""
-    if manifest is None or manifest.get("labels") != LABEL_KEY or not manifest.get("classes"):
-        return None
-    return {name: label_bytes(i) for i, name in enumerate(manifest["classes"])}
+def shard_labels(
+    ds: ShardStream, label: str = CLASS, deadline: float | None = None
+) -> list[list[Hashable]]:
+    """Each shard's `label` members in stored order (None for a sample without one), read
+    once for several `mixing` calls: only those members' bytes are read (none, for the
+    `cls` of a pack made with `--labels key`: it is in the keys). TimeoutError when
+    the monotonic clock passes `deadline` (a large set on slow storage: every tar header)."""
+    out = []
+    for path in ds.shards:
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"reading the {label!r} members took too long")
+        out.append([s.get(label) for s in read_shard(path, (label,), ds.classes)])
+    return out
 
 
 def dist_initialized() -> bool:
@@ -164,8 +162,8 @@ class ShardDataset(torch.utils.data.IterableDataset, ShardStream):
         self.classes = class_values(manifest or shardlist.manifest_beside(self.shards))
         self.samples: int | None = None
         if manifest is not None:
-            self.samples = manifest["samples"]
-            self.counts = [s["samples"] for s in manifest["shards"]]
+            self.samples = manifest.samples
+            self.counts = [s.samples for s in manifest.shards]
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and not 0 <= rank < world_size:  # type: ignore[operator]
@@ -215,13 +213,16 @@ class ShardDataset(torch.utils.data.IterableDataset, ShardStream):
     def _samples(self, index: int) -> Iterator[Sample]:
         return read_shard(self.shards[index], classes=self.classes)
 
-    def mixing(self, batch_size: int, num_workers: int = 0, label: str = "cls") -> Mixing:
+    def mixing(self, batch_size: int, num_workers: int = 0, label: str = CLASS) -> Mixing:
         """Distinct classes per batch that this dataset's DataLoader (`batch_size`,
         `num_workers`) gives in the coming epoch, beside a fully shuffled loader's: read
         from the `label` members alone (see diskinfo.shards.mixing)."""
-        from diskinfo.shards.mixing import mixing
-
-        return mixing(self, batch_size, num_workers, label)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be 1 or more, got {batch_size}")
+        labels = shard_labels(self, label)
+        if any(value is None for shard in labels for value in shard):
+            raise ValueError(f"samples without a {label!r} member: the class mix needs labels")
+        return mixing(self, batch_size, num_workers, labels, consumer()[1])
 
     def __iter__(self) -> Iterator[Any]:
         """Not a generator itself: the pass (its epoch, a resume) is settled when the

@@ -1,24 +1,32 @@
-"""How mixed a ShardDataset's batches are: distinct classes per batch, beside what a fully
-shuffled loader (every batch a uniform draw from the whole set) gives for the same classes.
+"""How mixed a ShardDataset's batches are, beside a fully shuffled loader (every batch a
+uniform draw from the whole set): the one home of the "mix" of a batch, for the reader
+(`ShardDataset.mixing`), the writer (`predict`, into the manifest and `diskinfo pack`'s
+summary) and `diskinfo tune` (each measured setting's mix).
 
 Shards trade random reads for a coarser shuffle: a batch mixes only the shards one reader has
-open and what its shuffle buffer holds. This predicts the mix without reading a sample's
-bytes: the `cls` members alone are read (the others are skipped, seeked over in a plain tar),
-and the dataset's own stream (shard order, dealing, even=, shuffle buffer, all seeded) is run
-on the labels. A DataLoader's batch comes whole from one worker, so batches are cut from each
-reader's stream; only full batches are counted, as with drop_last.
+open and what its shuffle buffer holds. The mix is predicted without reading a sample's bytes:
+the dataset's own stream (shard order, dealing, even=, shuffle buffer, all seeded) is run on
+each shard's labels (read by `dataset.shard_labels`, or known from a pack's plan). A
+DataLoader's batch comes whole from one worker, so batches are cut from each reader's stream;
+only full batches are counted, as with drop_last. With classes: the distinct classes per
+batch; without: the rank correlation between the order a reader hands samples out in and
+their order in SRC (sorted by key): 1 is SRC's order unchanged, about 0 is no trace of it.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-import time
+from array import array
 from collections import Counter
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from diskinfo.shards.stream import ShardStream
+from diskinfo.shards.stream import SHUFFLE_BUFFER, ShardStream
+
+BATCH = 32  # a pack's prediction: as the docs' examples train
+WORKERS = 2  # DataLoader workers on one rank
 
 
 class Mixing(NamedTuple):
@@ -34,24 +42,16 @@ class Mixing(NamedTuple):
 def mixing(
     ds: ShardStream,
     batch_size: int,
-    num_workers: int = 0,
-    label: str = "cls",
-    labels: list[list[Hashable]] | None = None,
+    num_workers: int,
+    labels: Sequence[Sequence[Hashable]],
+    world: int = 1,
 ) -> Mixing:
-    """`labels`: each shard's labels in order, when known without reading the shards (a
-    pack knows them from its plan)."""
+    """`labels`: each shard's labels in stored order; `world`: the ranks reading, where the
+    dataset does not name them itself."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be 1 or more, got {batch_size}")
-    if labels is None:
-        labels = shard_labels(ds, label)
-    if any(value is None for shard in labels for value in shard):
-        raise ValueError(f"samples without a {label!r} member: the class mix needs labels")
     if ds.world_size is not None:
         world = ds.world_size
-    else:
-        from diskinfo.shards.dataset import consumer
-
-        world = consumer()[1]
     workers = max(1, num_workers)
     epoch = ds.epoch + ds.passes
     counts: list[int] = []
@@ -71,23 +71,6 @@ def mixing(
     return Mixing(distinct, shuffled, len(counts))
 
 
-def shard_labels(
-    ds: ShardStream, label: str = "cls", deadline: float | None = None
-) -> list[list[Hashable]]:
-    """Each shard's `label` members in stored order (None for a sample without one), read
-    once for several `mixing` calls: only those members' bytes are read (none, for the
-    `cls` of a pack made with `--labels key`: it is in the keys). TimeoutError when
-    the monotonic clock passes `deadline` (a large set on slow storage: every tar header)."""
-    from diskinfo.shards.dataset import read_shard  # torch: not for a caller that has the labels
-
-    out = []
-    for path in ds.shards:
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"reading the {label!r} members took too long")
-        out.append([s.get(label) for s in read_shard(path, (label,), ds.classes)])
-    return out
-
-
 def expected_distinct(class_sizes: list[int], batch_size: int) -> float:
     """Distinct classes in a batch drawn uniformly without replacement (hypergeometric):
     the sum over classes of the chance that a class appears at all."""
@@ -104,3 +87,93 @@ def expected_distinct(class_sizes: list[int], batch_size: int) -> float:
 
 def _log_choose(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def predict(
+    shards: list[Path],
+    bounds: list[tuple[int, int]],
+    labels: Sequence[int] | None,
+    ranks: Sequence[int],
+) -> dict:
+    """The manifest's `mixing` for the samples packed into `shards`, shard i holding the
+    positions bounds[i]; by position: `labels` (None: no classes) and `ranks`, each sample's
+    place in SRC's key order. Views of them, not copies: a pack's memory stays flat."""
+    ds = _Defaults([str(p) for p in shards])
+    samples = bounds[-1][1] if bounds else 0
+    batch = max(1, min(BATCH, samples // (2 * WORKERS)))  # a tiny set: two batches per worker
+    out: dict[str, Any] = {
+        "batch_size": batch,
+        "num_workers": WORKERS,
+        "shuffle_buffer": ds.shuffle_buffer,
+    }
+    if labels is not None:
+        found = mixing(ds, batch, WORKERS, labels=[_view(labels, a, b) for a, b in bounds])
+        out.update(
+            distinct_classes=round(found.distinct, 2),
+            shuffled_loader=round(found.shuffled, 2),
+            ratio=round(found.ratio, 3),
+        )
+    else:
+        groups = [_view(ranks, a, b) for a, b in bounds]
+        out["order_correlation"] = round(order_correlation(ds, groups), 3)
+    return out
+
+
+def in_words(mix: dict[str, Any], of: str = "", order: str = "SRC's key order") -> str:
+    """A `mixing` (pack's manifest, tune's batch mix) in one line: what a batch will hold
+    beside a fully shuffled loader; `of`: whose mix it is, `order`: the order a correlation
+    is with."""
+    n = mix["num_workers"]
+    setup = (
+        f"batches of {mix['batch_size']} from {f'{n} workers' if n else 'the main process'}, "
+        f"shuffle buffer {mix['shuffle_buffer']}"
+    )
+    head = f"batch mix of {of}" if of else "batch mix"
+    if "distinct_classes" in mix:
+        return (
+            f"{head}: {mix['distinct_classes']:.1f} distinct classes per batch, a fully "
+            f"shuffled loader {mix['shuffled_loader']:.1f} ({mix['ratio']:.0%} of it; {setup})"
+        )
+    return (
+        f"{head}: order correlation with {order} {mix['order_correlation']:+.2f} "
+        f"(0: no trace of it, 1: that order; {setup})"
+    )
+
+
+def _view(values: Sequence[int], a: int, b: int) -> Sequence[int]:
+    return memoryview(values)[a:b] if isinstance(values, array) else values[a:b]
+
+
+class _Defaults(ShardStream):
+    """ShardDataset's training defaults on one rank, without torch."""
+
+    def __init__(self, shards: list[str]) -> None:
+        self.shards, self.counts, self.even = shards, None, None
+        self.shuffle_shards, self.shuffle_buffer, self.seed = True, SHUFFLE_BUFFER, 0
+        self.epoch = self.passes = 0
+        self.world_size = 1
+
+
+def order_correlation(ds: ShardStream, ranks: list[Sequence[int]], workers: int = WORKERS) -> float:
+    """Spearman's rho between each reader's output position and SRC rank, averaged over the
+    readers (`workers` DataLoader workers on one rank) weighted by their sample counts."""
+    total = weight = 0.0
+    workers = max(1, workers)
+    for worker in range(workers):
+        seen = array("I", ds.stream(ds.epoch, 0, 1, worker, workers, ranks.__getitem__))
+        if len(seen) > 1:
+            total += len(seen) * _spearman(seen)
+            weight += len(seen)
+    return total / weight if weight else 0.0
+
+
+def _spearman(values: Sequence[int]) -> float:
+    """Rank correlation of `values` (distinct, not negative) with their positions. Ranks by
+    counting, not sorting: arrays of 1 and 4 bytes per value, not lists of objects."""
+    n = len(values)
+    present = bytearray(max(values) + 1)
+    for v in values:
+        present[v] = 1
+    rank = array("I", itertools.accumulate(present, initial=0))  # values below v
+    d2 = sum((i - rank[v]) ** 2 for i, v in enumerate(values))
+    return 1.0 - 6.0 * d2 / (n * (n * n - 1))

@@ -12,10 +12,9 @@ import itertools
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from diskinfo.errors import UserError
-from diskinfo.shards.pack import MANIFEST, read_manifest
+from diskinfo.shards.format import MANIFEST, Manifest
 
 # {a,b,c} or {lo..hi} or {lo..hi..step}: the innermost braces, no nesting
 _BRACES = re.compile(r"\{([^{}]*)\}")
@@ -57,7 +56,7 @@ def _padded(bound: str) -> bool:
     return len(digits) > 1 and digits[0] == "0"
 
 
-def resolve(source: str | Path | Sequence[str | Path]) -> tuple[list[str], dict[str, Any] | None]:
+def resolve(source: str | Path | Sequence[str | Path]) -> tuple[list[str], Manifest | None]:
     """(tar paths, the pack's manifest or None). A one-line UserError when the source names
     no tar, or a named tar is missing: found here, not by a DataLoader worker mid-epoch."""
     if not isinstance(source, (str, Path)):
@@ -71,9 +70,9 @@ def resolve(source: str | Path | Sequence[str | Path]) -> tuple[list[str], dict[
                 f"shards made elsewhere give their paths, or a pattern such as "
                 f"{path}/shard-{{000000..000063}}.tar or {path}/*.tar"
             )
-        manifest = read_manifest(path)
+        manifest = Manifest.read(path)
         base = path if path.is_dir() else path.parent
-        return [str(base / s["name"]) for s in manifest["shards"]], manifest
+        return [str(base / s.name) for s in manifest.shards], manifest
     if _BRACES.search(text):
         return _existing(expand(text), text), None
     if glob.has_magic(text):
@@ -84,7 +83,7 @@ def resolve(source: str | Path | Sequence[str | Path]) -> tuple[list[str], dict[
     return _existing([text], text), None
 
 
-def manifest_beside(paths: Sequence[str]) -> dict[str, Any] | None:
+def manifest_beside(paths: Sequence[str]) -> Manifest | None:
     """The manifest of the pack whose shards `paths` are, when they were named one by one or
     by a pattern (`DEST/*.tar`) rather than by DEST: all in one folder, every one listed in
     the manifest there. A pack made with `--labels key` keeps the classes there; without
@@ -93,13 +92,10 @@ def manifest_beside(paths: Sequence[str]) -> dict[str, Any] | None:
     if len(folders) != 1 or not (folder := folders.pop()).joinpath(MANIFEST).is_file():
         return None
     try:
-        manifest = read_manifest(folder)
+        manifest = Manifest.read(folder)
     except UserError:
         return None
-    listed = manifest.get("shards")
-    names = (
-        {s.get("name") for s in listed if isinstance(s, dict)} if isinstance(listed, list) else ()
-    )
+    names = {s.name for s in manifest.shards}
     return manifest if all(Path(p).name in names for p in paths) else None
 
 

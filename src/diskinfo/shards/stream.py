@@ -1,6 +1,6 @@
 """The order a ShardDataset hands its samples out in, apart from torch: which shards each
 reader reads in an epoch, and the shuffle buffer. `ShardDataset` is a `ShardStream`; a pack
-predicts its batches' mix with one (`pack.mix`) without importing torch, whose import alone
+predicts its batches' mix with one (`mixing.predict`) without importing torch, whose import alone
 costs seconds and a few hundred MB."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ to its samples/s: what a setting gains in speed and what it costs in mixing, sid
 A ShardDataset's batch comes whole from one DataLoader worker, which reads its own share of
 the shards through its own shuffle buffer, so the mix depends on num_workers as well as on
 the dataset's shuffle_buffer and shards (tune changes only the first). The prediction is
-ShardDataset.mixing's (diskinfo.shard_mixing), with the labels read once for all the
+ShardDataset.mixing's (diskinfo.shards.mixing), with the labels read once for all the
 settings; without labels, pack's order correlation against the samples' key order. A
 map-style dataset tune reads through its own shuffled sampler: a fully shuffled loader.
 """
@@ -17,12 +17,12 @@ from typing import Any
 
 import torch.utils.data
 
-from diskinfo.shards.mixing import mixing, shard_labels
-from diskinfo.shards.pack.mix import in_words, order_correlation
+from diskinfo.shards.dataset import consumer, shard_labels
+from diskinfo.shards.format import CLASS
+from diskinfo.shards.mixing import in_words, mixing, order_correlation
 from diskinfo.shards.stream import ShardStream
 from diskinfo.tune.runner import Result, Runner
 
-LABEL = "cls"  # the class, as ShardDataset gives it and ShardDataset.mixing reads it
 LEGEND = (
     "batch mix: distinct classes per batch / a fully shuffled loader's, for each setting's "
     "num_workers and the dataset's shuffle buffer (ShardDataset.mixing); rho: order\n"
@@ -55,11 +55,11 @@ def mixes(
         return {w: {"fully_shuffled": True} for w in workers}
     setup = {"batch_size": batch_size, "shuffle_buffer": dataset.shuffle_buffer}
     try:
-        labels = shard_labels(dataset, LABEL, deadline)
+        labels = shard_labels(dataset, CLASS, deadline)
         if all(value is not None for shard in labels for value in shard):
-            out = {}
+            out, world = {}, consumer()[1]
             for w in workers:
-                m = mixing(dataset, batch_size, w, labels=labels)
+                m = mixing(dataset, batch_size, w, labels, world)
                 out[w] = {**setup, "num_workers": w, "distinct_classes": round(m.distinct, 2),
                           "shuffled_loader": round(m.shuffled, 2), "ratio": round(m.ratio, 3),
                           "batches": m.batches}  # fmt: skip

@@ -32,21 +32,23 @@ from typing import Any, TextIO
 
 from diskinfo.errors import UserError
 from diskinfo.fileio import fsync_dir, make_dirs, opened_dir, read_regular, write_atomic
-from diskinfo.shards.pack.access import Owner, source_owner
-from diskinfo.shards.pack.mix import predict
-from diskinfo.shards.pack.plan import (
+from diskinfo.shards.format import (
     FORMAT,
     LABEL_KEY,
     LABEL_MEMBER,
     LABELS,
-    Layout,
-    fingerprint,
-    shard_count,
-    shuffled,
+    MANIFEST,
+    Manifest,
+    ShardEntry,
+    read_manifest,
+    shard_name,
 )
+from diskinfo.shards.mixing import predict
+from diskinfo.shards.pack.access import Owner, source_owner
+from diskinfo.shards.pack.plan import Layout, fingerprint, shard_count, shuffled
 from diskinfo.shards.pack.progress import Progress
 from diskinfo.shards.pack.scan import Member, Sample, Scan, check_paths, scan, tar_size
-from diskinfo.shards.pack.shard import shard_name, verify, write_shard
+from diskinfo.shards.pack.shard import verify, write_shard
 from diskinfo.shards.pack.spill import OPEN_SPILLS, spill_shards
 from diskinfo.sources import mountinfo
 from diskinfo.units import format_size
@@ -70,7 +72,6 @@ __all__ = [
     "write_shard",
 ]
 
-MANIFEST = "manifest.json"
 STATE = ".diskinfo-pack-state.json"
 STATE_CAP = 64 << 20  # bytes: a state file of a million shards; a planted one is not read
 DEFAULT_SEED = 0
@@ -160,12 +161,12 @@ def pack(
     force: bool = False,
     progress: bool | None = None,
     stream: TextIO | None = None,
-) -> dict[str, Any]:
+) -> Manifest:
     """Pack SRC into DEST and return the manifest (also written to DEST/manifest.json).
     At most one of shards/readers/shard_size (see `plan.shard_count`); shuffle_seed None
     keeps the samples in key order. labels: "key" leaves each sample's class in its key's
     folder alone, for ShardDataset to give from the manifest; "member" writes it as a `cls`
-    member too, as webdataset reads it (`plan.LABELS`). progress None: a bar only when
+    member too, as webdataset reads it (`format.LABELS`). progress None: a bar only when
     `stream` (default stderr) is a terminal."""
     if labels not in LABELS:
         raise UserError(f"--labels must be one of {', '.join(LABELS)}, got {labels!r}")
@@ -255,7 +256,7 @@ def _layout(found: Scan, run: _Run) -> tuple[Layout, str]:
 
 def _pack(
     src: Path, dest: Path, found: Scan, owner: Owner | None, out: TextIO, run: _Run
-) -> dict[str, Any]:
+) -> Manifest:
     n, total = len(found.samples), found.nbytes
     layout, rule = _layout(found, run)
     count = layout.count
@@ -297,7 +298,7 @@ def _pack(
         paths = [dest / shard_name(i) for i in range(count)]
         settings["mixing"] = predict(paths, layout.bounds, labels, layout.order)
         manifest = _manifest(src, found, [r for r in records if r], settings, run.shuffle_seed)
-        write_json_atomic(dest / MANIFEST, manifest)
+        manifest.write(dest)
         (dest / STATE).unlink()
         fsync_dir(dest)
     except OSError as exc:
@@ -351,47 +352,31 @@ def _manifest(
     records: list[dict[str, Any]],
     settings: dict[str, Any],
     seed: int | None,
-) -> dict[str, Any]:
+) -> Manifest:
     counts = [r["samples"] for r in records]
-    return {
-        "format": FORMAT,
-        "source": str(src.resolve()),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "samples": len(found.samples),
-        "bytes": settings["bytes"],
-        "classes": found.classes,
-        "labels": settings["labels"],
-        "class_counts": found.class_counts,
-        "extensions": found.extensions,
-        "order": "sorted by key" if seed is None else "shuffled",
-        "shuffle_seed": seed,
-        "shard_rule": settings["rule"],
-        "readers": settings["readers"],
-        "shard_size": settings["shard_size"],
-        "samples_per_shard": [min(counts), max(counts)],
-        "mixing": settings["mixing"],
-        "checksum": "sha256 of each whole shard, read back from the device after writing",
-        "skipped": {
+    return Manifest(
+        format=FORMAT,
+        source=str(src.resolve()),
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        samples=len(found.samples),
+        bytes=settings["bytes"],
+        classes=found.classes,
+        labels=settings["labels"],
+        class_counts=found.class_counts,
+        extensions=found.extensions,
+        order="sorted by key" if seed is None else "shuffled",
+        shuffle_seed=seed,
+        shard_rule=settings["rule"],
+        readers=settings["readers"],
+        shard_size=settings["shard_size"],
+        samples_per_shard=[min(counts), max(counts)],
+        mixing=settings["mixing"],
+        checksum="sha256 of each whole shard, read back from the device after writing",
+        skipped={
             "hidden": found.skipped_hidden,
             "no_extension": found.skipped_no_extension,
             "not_regular": found.skipped_special,
             "top_level": found.skipped_top_level,
         },
-        "shards": records,
-    }
-
-
-def read_manifest(dest: str | Path) -> dict[str, Any]:
-    """The manifest of a finished pack (DEST or DEST/manifest.json), one-line error otherwise."""
-    path = Path(dest)
-    if path.is_dir():
-        path = path / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"no {MANIFEST} at {path}: not a finished `diskinfo pack` output") from None
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read {path}: {exc}") from None
-    if manifest.get("format") != FORMAT:
-        raise UserError(f"{path} is not a diskinfo pack manifest")
-    return manifest
+        shards=[ShardEntry(**r) for r in records],
+    )

@@ -33,16 +33,10 @@ from array import array
 from collections.abc import Callable, Sequence
 
 from diskinfo.errors import UserError
+from diskinfo.shards.format import FORMAT, LABEL_MEMBER
 from diskinfo.shards.pack.scan import BLOCK
 from diskinfo.units import counted, format_given
 
-FORMAT = "diskinfo.pack/1"
-# where a sample's class goes (`--labels`): only the key's folder ("cat/0001"), which
-# ShardDataset maps to the same `cls` from the manifest (the default: on small samples a
-# `cls` member is a second header and block per sample, a sixth of the shards and of what
-# the reader walks); or a `cls` member as well, as webdataset's `to_tuple(..., "cls")` reads it
-LABEL_MEMBER, LABEL_KEY = "member", "key"
-LABELS = (LABEL_MEMBER, LABEL_KEY)
 DEFAULT_SHARDS = 64
 SHARDS_PER_READER = 4
 MAX_SHARD_BYTES = 2**30

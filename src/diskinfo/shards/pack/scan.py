@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diskinfo.errors import UserError
+from diskinfo.shards.format import CLASS, class_folder, label_bytes, member_name
 from diskinfo.shards.pack.access import Owner, check_dir, check_file
 from diskinfo.shards.pack.runs import Records, merged
 
@@ -99,17 +100,13 @@ class Scan:
         self.samples.records.close()  # the temporary file the samples are kept in
 
 
-def label_bytes(label: int) -> bytes:
-    return str(label).encode()
-
-
 def tar_size(sample: Sample, label_member: bool = True) -> int:
     """Bytes the sample takes in a tar: one header per member plus data padded to 512.
     `label_member`: the class goes in as a `cls` member (`--labels member`)."""
     total = 0
-    parts = [(f"{sample.key}.{m.ext}", m.size) for m in sample.members]
+    parts = [(member_name(sample.key, m.ext), m.size) for m in sample.members]
     if sample.label is not None and label_member:
-        parts.append((f"{sample.key}.cls", len(label_bytes(sample.label))))
+        parts.append((member_name(sample.key, CLASS), len(label_bytes(sample.label))))
     for name, size in parts:
         long_name = len(name.encode()) > 100 or not name.isascii()
         total += BLOCK * (3 if long_name else 1) + -(-size // BLOCK) * BLOCK
@@ -253,7 +250,7 @@ class _Walk:
         self.files_seen += 1
         kind = ext.rpartition(".")[2].lower()
         if prefix:
-            self.classes.add(prefix.split("/", 1)[0])
+            self.classes.add(class_folder(prefix))
             self.kinds.add(kind)
         else:
             self.top += 1
@@ -312,9 +309,9 @@ def _group(records: Iterator[Record], walk: _Walk, out: Records) -> None:
             return  # a file beside the class directories: left out
         label = None
         if index:
-            if any(m[0].lower() == "cls" for m in members):
-                raise UserError(f"sample {key} has a .cls file, a name reserved for the class")
-            cls = key.split("/", 1)[0]
+            if any(m[0].lower() == CLASS for m in members):
+                raise UserError(f"sample {key} has a .{CLASS} file, a name reserved for the class")
+            cls = class_folder(key)
             label = index[cls]
             class_counts[cls] += 1
         sample = (key, label, members)

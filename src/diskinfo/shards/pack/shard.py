@@ -20,8 +20,9 @@ from typing import Any, BinaryIO
 
 from diskinfo.errors import UserError
 from diskinfo.fileio import create_temp, fsync_dir, opened_dir, owner_of, unlink_quietly
+from diskinfo.shards.format import CLASS, label_bytes, member_name
 from diskinfo.shards.pack.access import Owner
-from diskinfo.shards.pack.scan import BLOCK, Member, Sample, label_bytes
+from diskinfo.shards.pack.scan import BLOCK, Member, Sample
 from diskinfo.shards.pack.source import CHUNK, SourceError, read_source
 from diskinfo.shards.pack.spill import Spill
 
@@ -29,10 +30,6 @@ ZEROS = bytes(tarfile.RECORDSIZE)
 # a ustar header of a regular file, owner 0:0, mode 0644, as tarfile's PAX format writes one
 # when no pax record is needed; name, size, mtime and the checksum are filled in per entry
 _HEAD = struct.Struct("100s8s8s8s12s12s8s1s100s8s32s32s8s8s155s12x")
-
-
-def shard_name(index: int) -> str:
-    return f"shard-{index:06d}.tar"
 
 
 def entry_header(name: str, size: int, mtime: int) -> bytes:
@@ -56,9 +53,9 @@ def entry_header(name: str, size: int, mtime: int) -> bytes:
 
 def _entries(sample: Sample, label_member: bool) -> Iterator[tuple[int, str, Member | None]]:
     for k, m in enumerate(sample.members):
-        yield k, f"{sample.key}.{m.ext}", m
+        yield k, member_name(sample.key, m.ext), m
     if sample.label is not None and label_member:
-        yield -1, f"{sample.key}.cls", None
+        yield -1, member_name(sample.key, CLASS), None
 
 
 def verify(path: Path, expected: list[tuple[str, int, str]]) -> str:
