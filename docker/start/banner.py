@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diskinfo.analyse.baseline import default_path  # the image's venv: root's python3
-from diskinfo.analyse.thresholds import shm_small
+from diskinfo.thresholds import shm_small
 from diskinfo.sources import shm
 
 if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.diagnoser import Diagnoser, Hysteresis
 from diskinfo.analyse.signals import busiest_device
 from diskinfo.analyse.verdict import decide

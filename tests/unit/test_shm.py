@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.sources import shm
 from tests.helpers import ROOT
 

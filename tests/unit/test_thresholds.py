@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from tests.helpers.docs import generated
 
 

@@ -7,7 +7,7 @@ alone then swings between verdicts as that load shifts.
 
 from __future__ import annotations
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.signals import Signals, run_queue_wait
 
 # how the contention's words begin (a secondary finding is found by them: "also: ...")

@@ -22,7 +22,7 @@ import collections
 import re
 from collections.abc import Callable, Hashable, Mapping
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.account import Accounts
 from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.binding import ALSO

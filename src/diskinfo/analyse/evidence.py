@@ -6,7 +6,7 @@ interval is judged; the cgroup-cap line is shared, as it is both evidence and a 
 
 from __future__ import annotations
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.fixes import cap_words, mb
 from diskinfo.analyse.signals import Signals, severity_of
 from diskinfo.analyse.steady import held_until

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.signals import Signals, read_caps
 from diskinfo.cores import whole
 from diskinfo.record import Cause, CgroupIO

@@ -13,7 +13,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from diskinfo import __version__
-from diskinfo.analyse.thresholds import (
+from diskinfo.record import (
+    DeviceFigures,
+    IntervalRecord,
+    NfsFigures,
+    VerdictName,
+    training_gpus,
+)
+from diskinfo.thresholds import (
     AWAIT_BUSY_MS,
     AWAIT_SATURATED_MS,
     MIN_IOPS,
@@ -23,13 +30,6 @@ from diskinfo.analyse.thresholds import (
     STALE_MIN_S,
     UTIL_BUSY,
     UTIL_SATURATED,
-)
-from diskinfo.record import (
-    DeviceFigures,
-    IntervalRecord,
-    NfsFigures,
-    VerdictName,
-    training_gpus,
 )
 
 STATUS_SCHEMA = "diskinfo.status/1"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.binding import also, binding, busy_elsewhere, ordered_fixes, own_share
 from diskinfo.analyse.contention import contention

@@ -13,7 +13,6 @@ import os
 import time
 from collections.abc import Callable
 
-from diskinfo.analyse.thresholds import THROTTLED_SHARE
 from diskinfo.collectors import BaseCollector
 from diskinfo.collectors.watched import WatchedPaths
 from diskinfo.record import CgroupIO, IntervalRecord
@@ -21,6 +20,7 @@ from diskinfo.sources import ParseError, cgroup, mountinfo
 from diskinfo.sources.cgroup import LIMIT_KEYS, V1_LIMIT_FILES, Location
 from diskinfo.sources.procfile import ProcFile
 from diskinfo.sources.sysfs import SysFs
+from diskinfo.thresholds import THROTTLED_SHARE
 
 LIMITS_S = 30.0  # limits change rarely (docker update, systemctl set-property): re-read this often
 # PSI's averages are recomputed every 2 s (the kernel's PSI_FREQ): a read in between gives

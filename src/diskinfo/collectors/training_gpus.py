@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from diskinfo.analyse.thresholds import GPU_IN_USE_PCT
 from diskinfo.record import GpuFigures
+from diskinfo.thresholds import GPU_IN_USE_PCT
 
 MEM_IN_USE_MB = 256.0  # a CUDA context alone takes more; an idle GPU holds a few MiB
 

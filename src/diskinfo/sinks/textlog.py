@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from diskinfo import logfiles
-from diskinfo.analyse.thresholds import summary_interval_s
 from diskinfo.record import (
     NO_VERDICT,
     CgroupIO,
@@ -33,6 +32,7 @@ from diskinfo.record import (
 )
 from diskinfo.sinks.jsonl import FILENAME as JSONL
 from diskinfo.sinks.rotating import RotatingFile
+from diskinfo.thresholds import summary_interval_s
 
 if TYPE_CHECKING:  # a type only: the sink writes what the analysis accounted
     from diskinfo.analyse.account import HeldAccount

@@ -25,7 +25,7 @@ def size_mb(path: str = PATH) -> float | None:
 
 
 def main() -> int:
-    from diskinfo.analyse.thresholds import shm_small  # the floor's one rule
+    from diskinfo.thresholds import shm_small  # the floor's one rule
 
     size = size_mb()
     if size is None:
