@@ -10,12 +10,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from diskinfo.rank_record import RankFigures
-
-if TYPE_CHECKING:
-    from diskinfo.analyse.account import HeldAccount
 
 SCHEMA = "diskinfo.interval/1"
 NO_VERDICT = "no verdict"  # intervals recorded without a verdict (analysis failed or off)
@@ -359,16 +356,17 @@ class IntervalRecord:
     # are then not of its data (the demo's /tmp), and no fix is sized from them
     unwatched_data: list[str] = field(default_factory=list)
 
-    # The analyser's account of the held verdict across intervals (HeldAccount), for the sinks
-    # that put it into words. Not a field: never written to the JSONL (orjson leaves out an
-    # attribute named with an underscore, to_dict takes the fields alone), nor compared; a
-    # record read back from the JSONL, or judged by anything but the Diagnoser, has none.
+    # The analyser's account of the held verdict across intervals (analyse.account.HeldAccount,
+    # not named here: the record sits below the analysis), for the sinks that put it into
+    # words. Not a field: never written to the JSONL (orjson leaves out an attribute named
+    # with an underscore, to_dict takes the fields alone), nor compared; a record read back
+    # from the JSONL, or judged by anything but the Diagnoser, has none.
     @property
-    def account(self) -> HeldAccount | None:
+    def account(self) -> Any:
         return self.__dict__.get("_account")
 
     @account.setter
-    def account(self, value: HeldAccount | None) -> None:
+    def account(self, value: Any) -> None:
         self.__dict__["_account"] = value
 
     def to_dict(self) -> dict[str, Any]:
