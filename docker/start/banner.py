@@ -69,7 +69,7 @@ class Facts:
     gpus: list[Gpu] = field(default_factory=list)
     gpu_error: str = ""
     shm_mb: int | None = None
-    shm_small: bool = False  # under SHM_MIN_MB (diskinfo.analyse.thresholds.shm_small)
+    shm_small: bool = False  # under SHM_MIN_MB (diskinfo.thresholds.shm_small)
     services: list[Service] = field(default_factory=list)
     token_hint: str = ""
     logs_dir: str = "/workspace/logs"

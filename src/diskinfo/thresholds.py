@@ -21,6 +21,8 @@ GPU_BUSY_MEAN_PCT = 70.0
 GPU_STARVED_IDLE_FRACTION = 0.25  # share of samples idle
 GPU_PULSING = 0.30
 GPU_IN_USE_PCT = 1.0  # a GPU whose utilisation never reaches this is not used by training
+GPU_SAMPLE_IDLE_PCT = 10.0  # one utilisation sample below this is idle
+GPU_SAMPLE_BUSY_PCT = 80.0  # one utilisation sample at or above this is busy
 
 # --- CPU (the container's own cgroup where readable, else the host's) ---
 CPU_SATURATED_PCT = 90.0  # percent of the cores the container may use
@@ -138,6 +140,8 @@ DOCUMENTED: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
                 "%",
                 "a GPU that never reaches this is not used by training (no GPU fixes)",
             ),
+            ("GPU_SAMPLE_IDLE_PCT", "%", "one utilisation sample below this is idle"),
+            ("GPU_SAMPLE_BUSY_PCT", "%", "one utilisation sample at or above this is busy"),
         ),
     ),
     (
@@ -376,5 +380,5 @@ def pct(share: float, threshold: float) -> str:
     return shown(share * 100, threshold * 100) + "%"
 
 
-if __name__ == "__main__":  # python -m diskinfo.analyse.thresholds: the docs/verdicts.md table
+if __name__ == "__main__":  # python -m diskinfo.thresholds: the docs/verdicts.md table
     print(markdown_table(), end="")

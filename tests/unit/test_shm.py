@@ -1,6 +1,6 @@
 """/dev/shm against SHM_MIN_MB, one rule everywhere: the start-up step (05-shm.sh, run here in
 bash), the banner (test_details_banner_render.py) and the verdict all take the size from
-diskinfo.sources.shm and the floor from diskinfo.analyse.thresholds; SHM_MIN_MB=0 never warns."""
+diskinfo.sources.shm and the floor from diskinfo.thresholds; SHM_MIN_MB=0 never warns."""
 
 from __future__ import annotations
 

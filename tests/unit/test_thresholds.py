@@ -1,4 +1,4 @@
-"""analyse/thresholds.py: every threshold the analysis compares with is a named constant there,
+"""diskinfo/thresholds.py: every threshold the analysis compares with is a named constant there,
 and docs/verdicts.md's thresholds table is rendered from them (it cannot drift by hand)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def test_every_threshold_is_in_the_table():
 def test_docs_thresholds_table_is_the_codes():
     assert generated("verdicts.md", "thresholds table") == t.markdown_table(), (
         "docs/verdicts.md is out of date: replace its thresholds table with the output of "
-        "`python -m diskinfo.analyse.thresholds`"
+        "`python -m diskinfo.thresholds`"
     )
 
 

@@ -26,11 +26,11 @@ from diskinfo.collectors.training_gpus import Hints, mark
 from diskinfo.record import GpuFigures, IntervalRecord
 from diskinfo.sources import nvml as nvml_source
 from diskinfo.sources.nvml import GpuLost, GpuSample, Nvml
+from diskinfo.thresholds import GPU_SAMPLE_BUSY_PCT as BUSY_UTIL_PCT
+from diskinfo.thresholds import GPU_SAMPLE_IDLE_PCT as IDLE_UTIL_PCT
 
 SAMPLE_HZ = 10.0
 PCIE_EVERY = 10  # PCIe throughput costs ~20 ms per read: once per second at 10 Hz
-IDLE_UTIL_PCT = 10.0  # a sample below this is idle
-BUSY_UTIL_PCT = 80.0  # a sample at or above this is busy
 
 
 def _mean(values: Sequence[float]) -> float:
