@@ -84,6 +84,7 @@ lint: dev
 	  $$(git ls-files '*.sh')
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/vermin -q -t=3.10- --violations --no-tips src docker scripts
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) scripts/image-constraints.py check
 	bash scripts/check-grafana-dashboard.sh
 
