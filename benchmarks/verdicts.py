@@ -44,8 +44,8 @@ from diskinfo.analyse.baseline import parse as parse_baselines
 from diskinfo.analyse.diagnoser import Diagnoser
 from diskinfo.analyse.steady import SHARE_BAND, SHARE_WINDOW
 from diskinfo.analyse.tally import StartTally
-from diskinfo.analyse.thresholds import VERDICT_HOLD_DEFAULT as HOLD
 from diskinfo.record import Cause, IntervalRecord, VerdictName
+from diskinfo.thresholds import VERDICT_HOLD_DEFAULT as HOLD
 from tests.helpers.cgroups import CONTROLLERS, HOG, enter
 from tests.helpers.cgroups import ROOT as CG
 from tests.helpers.cgroups import group as cgroup

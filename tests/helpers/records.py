@@ -11,6 +11,7 @@ from typing import Any
 from diskinfo.record import (
     CgroupIO,
     DeviceFigures,
+    FixId,
     GpuFigures,
     HostFigures,
     IntervalRecord,
@@ -212,6 +213,7 @@ def full_record(secret: str = "", **over: Any) -> IntervalRecord:
             # fixes are fixed words and figures (analyse/fixes.py), never copied text: the
             # first one is exported for alert text
             fixes=["move the data to faster local storage"],
+            fix_ids=[FixId.FASTER_STORAGE],
         ),
         warnings=[f"warning quoting JUPYTER_TOKEN={secret}"],
         cgroup_io=[

@@ -4,7 +4,7 @@ is rendered from that table (it cannot drift by hand)."""
 from __future__ import annotations
 
 from diskinfo.analyse import fixes
-from diskinfo.record import Cause
+from diskinfo.record import Cause, FixId, IntervalRecord, Verdict
 from tests.helpers.docs import generated
 
 
@@ -17,3 +17,29 @@ def test_docs_cause_table_is_the_codes():
         "docs/verdicts.md is out of date: replace its cause table with the output of "
         "`python -m diskinfo.analyse.fixes`"
     )
+
+
+def test_every_fix_has_its_own_id_and_the_docs_list_them():
+    given = [f.id for f in vars(fixes).values() if isinstance(f, fixes.Fix)]
+    assert len(given) == len(set(given))
+    assert generated("metrics.md", "fix ids") == fixes.fix_ids_table(), (
+        "docs/metrics.md is out of date: replace its fix ids with the output of "
+        "`python -m diskinfo.analyse.fixes ids`"
+    )
+
+
+def test_the_tally_counts_a_fix_by_its_id_whatever_its_words():
+    """The figures in a fix's words change from interval to interval: one fix all the same,
+    named by its latest words; a record from before ids counts by its words."""
+    from diskinfo.analyse.tally import VerdictTally
+
+    tally = VerdictTally()
+    for words, seconds in [("num_workers 0 -> 2: 1.0 of 4 cores", 10), ("preload it", 15)]:
+        fid = FixId.WORKERS if words.startswith("num_workers") else FixId.PRELOAD
+        v = Verdict("input-bound: cpu", fixes=[words], fix_ids=[fid])
+        tally.add(IntervalRecord(ts=0.0, elapsed_s=seconds), v)
+    v = Verdict(
+        "input-bound: cpu", fixes=["num_workers 0 -> 2: 1.5 of 4 cores"], fix_ids=["more-workers"]
+    )
+    tally.add(IntervalRecord(ts=0.0, elapsed_s=10), v)
+    assert tally.top_fix() == ("input-bound: cpu", "num_workers 0 -> 2: 1.5 of 4 cores")

@@ -308,7 +308,7 @@ def test_any_record_renders_as_parseable_exposition(devices, nfs, verdict, elaps
 def test_the_verdicts_first_fix_is_a_label_while_there_is_one(sink):
     sink.write(full_record(SECRET))
     f, _ = scrape(sink)
-    fix = (("fix", "move the data to faster local storage"), ("verdict", "input-bound: disk"))
+    fix = (("fix", "faster-storage"), ("verdict", "input-bound: disk"))  # the id, not the words
     assert samples(f, "diskinfo_verdict_fix_info") == {fix: 1}
     sink.write(full_record(SECRET, verdict=Verdict("compute-bound")))  # a verdict without fixes
     f, _ = scrape(sink)

@@ -17,10 +17,10 @@ headline.
 
 from __future__ import annotations
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.fixes import fixes_for
 from diskinfo.analyse.signals import Signals
-from diskinfo.record import Cause, IntervalRecord, VerdictName
+from diskinfo.record import Cause, FixId, IntervalRecord, VerdictName
 
 # the causes of a disk limit at its capacity: the loop's reads run at that limit's rate
 AT_CAPACITY = (Cause.CGROUP_CAP, Cause.DEVICE_LIMIT)
@@ -84,7 +84,7 @@ def also(findings: list[str]) -> list[str]:
     return [f"{ALSO}{f}" for f in findings]
 
 
-def ordered_fixes(cause: Cause, second: Cause | None, s: Signals) -> list[str]:
+def ordered_fixes(cause: Cause, second: Cause | None, s: Signals) -> list[tuple[FixId, str]]:
     """The binding limit's fixes, then the secondary limit's first; a CPU cause beside binding
     contention adds none (more workers would queue for the same cores). A step slowed by the
     host's other work (its processes wait for a core) is bound by that work: the CPU

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from diskinfo import thresholds as t
 from diskinfo.analyse.signals import Signals, read_caps
 from diskinfo.cores import whole
-from diskinfo.record import Cause, CgroupIO
+from diskinfo.record import Cause, CgroupIO, FixId
 from diskinfo.units import format_size
 
 SHM_FIX = (
@@ -232,15 +233,17 @@ def _short_queue_workers(s: Signals) -> str | None:
 
 @dataclass(frozen=True)
 class Fix:
-    """One fix: its words in docs/verdicts.md's cause table, and the text it gives for an
-    interval (None: it does not apply to this one)."""
+    """One fix: its stable id, its words in docs/verdicts.md's cause table, and the text it
+    gives for an interval (None: it does not apply to this one)."""
 
+    id: FixId
     doc: str
     text: Callable[[Signals], str | None]
 
 
-PRELOAD = Fix("preload into RAM if the data fits", preload_fix)
+PRELOAD = Fix(FixId.PRELOAD, "preload into RAM if the data fits", preload_fix)
 WORKERS = Fix(
+    FixId.WORKERS,
     "`num_workers W -> N` (N = 2W, at most the container's cores shared by the ranks; none "
     'when the workers already have every core or every core is busy; "more workers will not '
     'help: the step uses N of M cores" when the step alone keeps '
@@ -248,32 +251,45 @@ WORKERS = Fix(
     workers_fix,
 )
 WORKERS_SHORT_QUEUE = Fix(
-    f"more workers when the queue is short (aqu-sz < {t.SHORT_QUEUE:g})", _short_queue_workers
+    FixId.WORKERS_SHORT_QUEUE,
+    f"more workers when the queue is short (aqu-sz < {t.SHORT_QUEUE:g})",
+    _short_queue_workers,
 )
-PACK = Fix("pack into shards (`diskinfo pack`, WebDataset tar)", lambda s: SHARDS)
+PACK = Fix(FixId.PACK, "pack into shards (`diskinfo pack`, WebDataset tar)", lambda s: SHARDS)
 PACK_SMALL_REQUESTS = Fix(
+    FixId.PACK_SMALL_REQUESTS,
     f"pack into shards when requests are small (rareq-sz < {t.SHARDS_REQUEST_KB:g} kB)",
     _small_requests_shards,
 )
-PERSISTENT = Fix("`persistent_workers=True`, `prefetch_factor=4`", _persistent_fix)
-TUNE = Fix("`diskinfo tune`", lambda s: TUNE_FIX)
-CAP = Fix("raise or remove the container's cgroup read limit when its reads sit at it", _cap_fix)
+PERSISTENT = Fix(
+    FixId.PERSISTENT, "`persistent_workers=True`, `prefetch_factor=4`", _persistent_fix
+)
+TUNE = Fix(FixId.TUNE, "`diskinfo tune`", lambda s: TUNE_FIX)
+CAP = Fix(
+    FixId.CGROUP_CAP,
+    "raise or remove the container's cgroup read limit when its reads sit at it",
+    _cap_fix,
+)
 FASTER_STORAGE = Fix(
+    FixId.FASTER_STORAGE,
     "faster local storage (NVMe, `/dev/shm`) or compressed samples",
     lambda s: "move the data to faster local storage (local NVMe, /dev/shm) or store it compressed",
 )
 CHEAPER = Fix(
+    FixId.CHEAPER,
     "cheaper per-sample work (cached preprocessing; GPU decode/augmentation only with a GPU "
     "in use)",
     _cheaper_fix,
 )
-PIN = Fix("`pin_memory=True` with `.to(device, non_blocking=True)` (GPU only)", _pin_fix)
+PIN = Fix(FixId.PIN, "`pin_memory=True` with `.to(device, non_blocking=True)` (GPU only)", _pin_fix)
 FASTER_STEP = Fix(
+    FixId.FASTER_STEP,
     "the input pipeline keeps up: with a GPU, mixed precision (`torch.autocast`), "
     "`torch.compile`, a larger batch; without one, the step runs on the CPU",
     _step_fix,
 )
 CONTENTION = Fix(
+    FixId.CONTENTION,
     "CPUs no other work takes (`--cpuset-cpus`, Kubernetes' static CPU manager), a CPU "
     "weight near its use (`--cpu-shares`, a pod's CPU request), the neighbours capped "
     "(`--cpus`), or another node; never more workers",
@@ -296,11 +312,13 @@ JOB_VIEW = Fix(
 )
 STRAGGLER = Fix("the straggler's own first fix (its node's verdict)", lambda s: None)
 WRAP = Fix(
+    FixId.WRAP,
     "wrap the DataLoader the loop iterates with `diskinfo.torch.watch`",
     lambda s: wrap_fix(s.wrapped_not_iterated),
 )
 
 EPOCH_START = Fix(
+    FixId.EPOCH_START,
     "start each epoch cheaply: list files or shards once, in the dataset's `__init__`; a "
     "smaller shuffle buffer (it fills before the first sample)",
     lambda s: (
@@ -339,12 +357,15 @@ FIXES: dict[Cause, tuple[Fix, ...]] = {
 }
 
 
-def fixes_for(cause: Cause, s: Signals) -> list[str]:
-    fixes = [fix.text(s) for fix in FIXES[cause]]
+def fixes_for(cause: Cause, s: Signals) -> list[tuple[FixId, str]]:
+    """(id, words) of each fix that applies, most likely first."""
+    fixes = [(fix.id, fix.text(s)) for fix in FIXES[cause]]
     restart = restart_fix(s)
     if restart is not None and cause.verdict.input_bound:
-        fixes.insert(0, restart)  # measured: the restarts are where the loop waits
-    return [f for f in fixes if f]
+        fixes.insert(
+            0, (FixId.RESTARTS, restart)
+        )  # measured: the restarts are where the loop waits
+    return [(i, f) for i, f in fixes if f]
 
 
 def markdown_table() -> str:
@@ -358,5 +379,21 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # python -m diskinfo.analyse.fixes: the table for docs/verdicts.md
-    print(markdown_table(), end="")
+# the fixes given outside the cause table, in words for the docs' id table
+_OTHERS = {
+    FixId.SHM_SIZE: "a larger /dev/shm (`--shm-size`) where DataLoader workers died in a small one",
+    FixId.RESTARTS: "`persistent_workers=True` when starting each epoch's workers is the wait",
+    FixId.LONGER: "train for a minute or more: the run ended before an interval was judged",
+}
+
+
+def fix_ids_table() -> str:
+    """docs/metrics.md's table of fix ids, rendered from FixId and each fix's words."""
+    words = {f.id: f.doc for f in globals().values() if isinstance(f, Fix)} | _OTHERS
+    lines = ["| id | the fix |", "|---|---|"]
+    lines += [f"| `{fix}` | {words[fix]} |" for fix in FixId]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # python -m diskinfo.analyse.fixes [ids]: a table for the docs
+    print(fix_ids_table() if sys.argv[1:] == ["ids"] else markdown_table(), end="")

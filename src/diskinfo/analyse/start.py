@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.fixes import cap_words, mb
 from diskinfo.analyse.signals import read_caps
 from diskinfo.record import IntervalRecord, ProcessIO

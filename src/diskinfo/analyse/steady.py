@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
 from diskinfo.analyse.signals import loop_running, severity_of
 from diskinfo.record import IntervalRecord
 

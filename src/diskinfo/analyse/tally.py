@@ -8,7 +8,10 @@ from collections import defaultdict
 from diskinfo.analyse.fixes import cap_words, longer_fix, workers_target, wrap_fix
 from diskinfo.analyse.signals import read_caps
 from diskinfo.analyse.start import StartState, start_state
-from diskinfo.record import NO_VERDICT, IntervalRecord, Verdict, VerdictName
+from diskinfo.record import NO_VERDICT, FixId, IntervalRecord, Verdict, VerdictName
+
+# the fixes that name a num_workers to reach: the run's last DataLoader may have applied them
+_WORKERS_FIXES = (FixId.WORKERS, FixId.WORKERS_SHORT_QUEUE)
 
 # a measured run of at most this many intervals, none judged (unknown, then idle once the
 # command ended), ended before it could be judged: the loop's first interval is start-up
@@ -57,11 +60,13 @@ class StartTally:
 
 
 class VerdictTally:
-    """Seconds per held verdict, and per (verdict, its first fix)."""
+    """Seconds per held verdict, and per (verdict, its first fix's id): a fix counts as one
+    however its words change with the figures; the words named are its latest."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self._fixes: dict[tuple[str, str], float] = defaultdict(float)
+        self._words: dict[tuple[str, str], str] = {}  # each fix's latest words
         # the DataLoader num_workers each fix was advised under (where a stretch of it began:
         # a held verdict outlasts the change that ends it by an interval or two), and the
         # run's last; only a num_workers fix is ever found applied, so that is all it takes
@@ -86,11 +91,12 @@ class VerdictTally:
         workers = record.loader.num_workers if record.loader is not None else None
         if workers is not None:
             self._last_workers = workers
-        key = (v.verdict, v.fixes[0]) if v is not None and v.fixes else None
+        key = (v.verdict, _first_id(v)) if v is not None and v.fixes else None
         if key != self._stretch:
             self._stretch, self._placed = key, False
         if key is not None:
             self._fixes[key] += record.elapsed_s
+            self._words[key] = v.fixes[0]  # type: ignore[union-attr]
             if workers is not None and not self._placed:
                 self._workers[key].add(workers)
                 self._placed = True
@@ -119,7 +125,8 @@ class VerdictTally:
         inputs = {k: t for k, t in current.items() if VerdictName.is_input_bound(k[0])}
         pool = inputs or current
         if pool:
-            return max(pool, key=lambda k: (pool[k], k))
+            top = max(pool, key=lambda k: (pool[k], k))
+            return top[0], self._words[top]
         if self._trained and not self._measured:
             return VerdictName.UNKNOWN, wrap_fix(self._not_iterated)
         if (
@@ -135,7 +142,9 @@ class VerdictTally:
     def _outdated(self, key: tuple[str, str]) -> bool:
         """An input-bound num_workers fix the run's last DataLoader has applied: advised only
         at other num_workers, and the last has at least the workers it named."""
-        advised, target, last = self._workers.get(key), workers_target(key[1]), self._last_workers
+        words = self._words[key]
+        target = workers_target(words) if key[1] in _WORKERS_FIXES or key[1] == words else None
+        advised, last = self._workers.get(key), self._last_workers
         return (
             VerdictName.is_input_bound(key[0])
             and target is not None
@@ -144,3 +153,8 @@ class VerdictTally:
             and last not in advised
             and last >= target
         )
+
+
+def _first_id(v: Verdict) -> str:
+    """The first fix's id; its words for a record written before fixes had ids."""
+    return v.fix_ids[0] if v.fix_ids else v.fixes[0]

@@ -21,7 +21,7 @@ from diskinfo.analyse.fixes import SHM_FIX
 from diskinfo.analyse.signals import Signals, signals
 from diskinfo.analyse.start import start_words
 from diskinfo.analyse.steady import SteadyShare, share_words
-from diskinfo.record import Cause, IntervalRecord, Verdict
+from diskinfo.record import Cause, FixId, IntervalRecord, Verdict
 
 # --- causes: (cause, why); the cause names the verdict ---
 
@@ -328,7 +328,8 @@ def decide(
         ev.extend(also(others))
 
     verdict = cause.verdict
-    fixes = ordered_fixes(cause, second, s)
+    found = ordered_fixes(cause, second, s)
+    fixes, fix_ids = [f for _, f in found], [i for i, _ in found]
     errors = s.loader.worker_errors if s.loader is not None else 0
     if errors:
         shm = s.host.shm_total_mb if s.host is not None else None
@@ -339,6 +340,7 @@ def decide(
                 f"{shm:.0f} MB (under SHM_MIN_MB={t.shm_min_mb():g})",
             )
             fixes.insert(0, SHM_FIX)
+            fix_ids.insert(0, FixId.SHM_SIZE)
             summary = f"{SHM_FIX}; {summary}"
         else:
             ev.insert(0, f"{errors} DataLoader worker death(s)")
@@ -347,6 +349,7 @@ def decide(
         summary=summary,
         evidence=ev,
         fixes=fixes,
+        fix_ids=fix_ids,
         severity=s.severity,
         input_share=s.share,
         cause=cause,

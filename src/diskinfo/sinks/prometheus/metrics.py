@@ -336,7 +336,7 @@ _spec(
 _spec(
     "diskinfo_verdict_fix_info",
     "gauge",
-    "Always 1; the first fix the latest interval's verdict names (absent: none), for alert text",
+    "Always 1; the id of the first fix the latest interval's verdict names (absent: none)",
     ("verdict", "fix"),
     "verdict",
 )

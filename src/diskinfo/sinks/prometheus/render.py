@@ -200,8 +200,9 @@ class RecordCollector:
             for name in sorted(set(VERDICTS) | {current}):
                 fam.add_metric([name], 1.0 if name == current else 0.0)
             yield fam
-            if record.verdict.fixes:
-                # an alert's text can name the fix only through a label (rules.yml queries it)
+            if record.verdict.fix_ids:
+                # an alert can name the fix only through a label (rules.yml queries it): its
+                # stable id (record.FixId), never its words, which change with the figures
                 fam = _family("diskinfo_verdict_fix_info")
-                fam.add_metric([current, record.verdict.fixes[0]], 1.0)
+                fam.add_metric([current, str(record.verdict.fix_ids[0])], 1.0)
                 yield fam
