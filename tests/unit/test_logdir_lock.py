@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from diskinfo.errors import UserError
-from diskinfo.sinks.logdir_lock import FILENAME, LogDirLock
+from diskinfo.logdir_lock import FILENAME, LogDirLock
 from tests.helpers.net import wait_until
 
 

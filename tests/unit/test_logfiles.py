@@ -8,8 +8,8 @@ import os
 
 from diskinfo import logfiles
 from diskinfo.analyse import baseline
+from diskinfo.logdir_lock import LogDirLock
 from diskinfo.sinks.jsonl import JsonlSink
-from diskinfo.sinks.logdir_lock import LogDirLock
 from diskinfo.sinks.textlog import TextLogSink
 from diskinfo.sources.blockid import DeviceIdentity
 from tests.helpers.records import record

@@ -259,7 +259,7 @@ def test_a_monitor_that_fails_to_build_releases_the_log_folders_lock(tmp_path, m
     """The lock's lifetime is the ExitStack's in watch.run: a failure after the lock was taken
     releases it at once, not whenever the garbage collector gets to it."""
     from diskinfo.commands import watch
-    from diskinfo.sinks.logdir_lock import LogDirLock
+    from diskinfo.logdir_lock import LogDirLock
 
     def broken(*args, **kwargs):
         raise RuntimeError("a sink that cannot start")

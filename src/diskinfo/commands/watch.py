@@ -22,12 +22,12 @@ from diskinfo.collectors.loader import LoaderCollector
 from diskinfo.collectors.nfs import NfsCollector
 from diskinfo.collectors.procs import ProcsCollector
 from diskinfo.collectors.watched import WatchedPaths
+from diskinfo.complaints import warn
 from diskinfo.errors import UserError
+from diskinfo.logdir_lock import LogDirLock
 from diskinfo.monitor import Collector, Monitor, Sink
-from diskinfo.sinks.complaints import warn
 from diskinfo.sinks.heartbeat import HeartbeatSink
 from diskinfo.sinks.jsonl import JsonlSink
-from diskinfo.sinks.logdir_lock import LogDirLock
 from diskinfo.sinks.textlog import TextLogSink
 from diskinfo.sinks.verdict_file import VerdictFileSink
 from diskinfo.sources.peer_logs import PeerLogs

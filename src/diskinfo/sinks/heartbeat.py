@@ -23,11 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from diskinfo.complaints import SayOnce, kind_of
 from diskinfo.fileio import write_atomic
 from diskinfo.loader_state import pid_alive, state_dir
+from diskinfo.owner import owner_text, parse_owner
 from diskinfo.record import IntervalRecord
-from diskinfo.sinks.complaints import SayOnce, kind_of
-from diskinfo.sinks.owner import owner_text, parse_owner
 
 FILENAME = "heartbeat"
 TOUCH_S = 5.0

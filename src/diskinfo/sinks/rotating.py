@@ -22,8 +22,8 @@ import stat
 import time
 from typing import TextIO
 
+from diskinfo.complaints import SayOnce, kind_of, warn
 from diskinfo.fileio import not_root_only
-from diskinfo.sinks.complaints import SayOnce, kind_of, warn
 
 RETRY_S = 30.0
 FILE_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

@@ -18,10 +18,10 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
+from diskinfo.complaints import SayOnce, kind_of
 from diskinfo.fileio import read_regular, write_atomic
 from diskinfo.loader_state import state_dir
 from diskinfo.record import IntervalRecord
-from diskinfo.sinks.complaints import SayOnce, kind_of
 
 SCHEMA = "diskinfo.verdict/1"
 SUBDIR = "monitor"

@@ -17,9 +17,9 @@ import socket
 from typing import TextIO
 
 from diskinfo import logfiles
+from diskinfo.complaints import warn
 from diskinfo.errors import UserError
-from diskinfo.sinks.complaints import warn
-from diskinfo.sinks.owner import owner_text, parse_owner
+from diskinfo.owner import owner_text, parse_owner
 
 FILENAME = logfiles.LOCK
 
