@@ -187,8 +187,8 @@ def pack(
             "in temporary files there, beside DEST; free space and re-run"
         ) from None
     with found:
-        run = _Run(shuffle_seed, labels, force, progress, count_by)
-        return _pack(src, dest, found, owner, out, run)
+        options = _Options(shuffle_seed, labels, force, progress, count_by)
+        return _pack(src, dest, found, owner, out, options)
 
 
 def _check_writable(room: Path, dest: Path) -> None:
@@ -224,9 +224,9 @@ def _room(dest: Path) -> Path:
 
 
 @dataclass(frozen=True)
-class _Run:
+class _Options:
     """pack's options, passed down as one: what shapes the shards (seed, labels, the count)
-    and how the run behaves (force, progress)."""
+    and how this pack behaves (force, progress)."""
 
     shuffle_seed: int | None
     labels: str
@@ -239,35 +239,37 @@ class _Run:
         return self.labels == LABEL_MEMBER
 
 
-def _layout(found: Scan, run: _Run) -> tuple[Layout, str]:
+def _layout(found: Scan, options: _Options) -> tuple[Layout, str]:
     """The shuffle and the shard count (`plan`), and the rule that chose the count."""
     n = len(found.samples)
-    order, place = shuffled(n, run.shuffle_seed)
+    order, place = shuffled(n, options.shuffle_seed)
 
     def tar_sizes() -> array[int]:
         sizes = array("q", bytes(8 * n))
         for i, sample in enumerate(found.samples):
-            sizes[place[i]] = tar_size(sample, run.label_member)
+            sizes[place[i]] = tar_size(sample, options.label_member)
         return sizes
 
-    count, rule = shard_count(n, found.nbytes, tar_sizes=tar_sizes, **run.count_by)
+    count, rule = shard_count(n, found.nbytes, tar_sizes=tar_sizes, **options.count_by)
     return Layout(order, place, count), rule
 
 
 def _pack(
-    src: Path, dest: Path, found: Scan, owner: Owner | None, out: TextIO, run: _Run
+    src: Path, dest: Path, found: Scan, owner: Owner | None, out: TextIO, options: _Options
 ) -> Manifest:
     n, total = len(found.samples), found.nbytes
-    layout, rule = _layout(found, run)
+    layout, rule = _layout(found, options)
     count = layout.count
-    plan_id = fingerprint(found.digest, count, run.shuffle_seed, run.labels)
+    plan_id = fingerprint(found.digest, count, options.shuffle_seed, options.labels)
     resumed_by = {
-        fingerprint(found.digest, count, run.shuffle_seed, other): f"--labels {other}"
+        fingerprint(found.digest, count, options.shuffle_seed, other): f"--labels {other}"
         for other in LABELS
-        if other != run.labels
+        if other != options.labels
     }
-    state = prepare_dest(dest, plan_id, run.force, lambda line: print(line, file=out), resumed_by)
-    bar = Progress(n, total, out, run.progress)
+    state = prepare_dest(
+        dest, plan_id, options.force, lambda line: print(line, file=out), resumed_by
+    )
+    bar = Progress(n, total, out, options.progress)
     # per shard its bytes (the bar skips finished ones) and, by position, the labels the
     # batch-mix prediction runs on: 4 bytes per sample, the samples stay on disk
     shard_bytes = [0] * count
@@ -293,11 +295,11 @@ def _pack(
         names = list(todo)
         for start in range(0, len(names), OPEN_SPILLS):
             window = {name: todo[name] for name in names[start : start + OPEN_SPILLS]}
-            _write_window(dest, window, found, layout, owner, state, records, bar, run)
-        settings = {"rule": rule, **run.count_by, "bytes": total, "labels": run.labels}
+            _write_window(dest, window, found, layout, owner, state, records, bar, options)
+        settings = {"rule": rule, **options.count_by, "bytes": total, "labels": options.labels}
         paths = [dest / shard_name(i) for i in range(count)]
         settings["mixing"] = predict(paths, layout.bounds, labels, layout.order)
-        manifest = _manifest(src, found, [r for r in records if r], settings, run.shuffle_seed)
+        manifest = _manifest(src, found, [r for r in records if r], settings, options.shuffle_seed)
         manifest.write(dest)
         (dest / STATE).unlink()
         fsync_dir(dest)
@@ -326,7 +328,7 @@ def _write_window(
     state: dict[str, Any],
     records: list[dict[str, Any] | None],
     bar: Progress,
-    run: _Run,
+    options: _Options,
 ) -> None:
     """Read these shards' files once in disk order (`spill`), then write each shard from its
     spill, recording it in the state file as soon as it is in place."""
@@ -335,7 +337,7 @@ def _write_window(
         spills = spill_shards(dir_fd, shards, found.samples, layout, owner, dest, advance)
         try:
             for name, index in shards.items():
-                record = write_shard(dest, name, None, owner, spills[name], run.label_member)
+                record = write_shard(dest, name, None, owner, spills[name], options.label_member)
                 spills.pop(name).remove()
                 records[index] = record
                 state["done"][name] = record
