@@ -34,7 +34,7 @@ from pathlib import Path
 from diskinfo.errors import UserError
 from diskinfo.shards.format import CLASS, class_folder, label_bytes, member_name
 from diskinfo.shards.pack.access import Owner, check_dir, check_file
-from diskinfo.shards.pack.runs import Records, merged
+from diskinfo.shards.pack.extsort import Records, merged
 
 BLOCK = 512  # a tar header, and the unit tar pads member data to
 

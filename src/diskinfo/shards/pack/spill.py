@@ -35,8 +35,8 @@ from typing import BinaryIO
 from diskinfo.errors import UserError
 from diskinfo.fileio import create_temp, unlink_quietly
 from diskinfo.shards.pack.access import Owner
+from diskinfo.shards.pack.extsort import merged
 from diskinfo.shards.pack.plan import Layout
-from diskinfo.shards.pack.runs import merged
 from diskinfo.shards.pack.scan import Member, Sample, SampleList
 from diskinfo.shards.pack.source import CHUNK, SourceError, open_source, read_opened
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import diskinfo.shards.pack.runs as runsmod
+import diskinfo.shards.pack.extsort as runsmod
 import diskinfo.shards.pack.shard as shardmod
 import diskinfo.shards.pack.spill as spillmod
 from diskinfo.shards.pack import pack
