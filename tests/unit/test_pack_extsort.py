@@ -1,4 +1,4 @@
-"""The pack's plan on disk (`diskinfo.pack.runs`): sorted runs merged into the same order
+"""The pack's plan on disk (`shards.pack.extsort`): sorted pieces merged into the same order
 memory would give, the same shards through them, nothing left behind, and memory that does
 not grow with the number of files."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import diskinfo.shards.pack.extsort as runsmod
+import diskinfo.shards.pack.extsort as extsort
 import diskinfo.shards.pack.shard as shardmod
 import diskinfo.shards.pack.spill as spillmod
 from diskinfo.shards.pack import pack
@@ -31,33 +31,35 @@ def tree(root: Path, classes: int, per: int, seed: int = 5) -> None:
                 os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
 
 
-def small_runs(monkeypatch: pytest.MonkeyPatch, run: int, block: int, fanin: int) -> None:
-    monkeypatch.setattr(runsmod, "RUN", run)
-    monkeypatch.setattr(runsmod, "BLOCK", block)
-    monkeypatch.setattr(runsmod, "FANIN", fanin)
+def small_pieces(monkeypatch: pytest.MonkeyPatch, piece: int, block: int, fanin: int) -> None:
+    monkeypatch.setattr(extsort, "PIECE", piece)
+    monkeypatch.setattr(extsort, "BLOCK", block)
+    monkeypatch.setattr(extsort, "FANIN", fanin)
 
 
-def test_merged_runs_give_the_sorted_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    small_runs(monkeypatch, run=10, block=3, fanin=3)  # 100 runs, merged in rounds
+def test_merged_pieces_give_the_sorted_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small_pieces(monkeypatch, piece=10, block=3, fanin=3)  # 100 pieces, merged in rounds
     rng = random.Random(1)
     records = [(rng.choice("abc") * rng.randint(0, 3), rng.randrange(50), i) for i in range(1000)]
     fds = len(os.listdir("/proc/self/fd"))
-    out = runsmod.merged(iter(records), tmp_path)
+    out = extsort.merged(iter(records), tmp_path)
     assert next(out) == min(records)
-    assert os.listdir(tmp_path) == []  # the runs have no names: nothing for a kill to leave
+    assert os.listdir(tmp_path) == []  # the pieces have no names: nothing for a kill to leave
     assert [min(records), *out] == sorted(records)
-    assert len(os.listdir("/proc/self/fd")) == fds  # every run closed
+    assert len(os.listdir("/proc/self/fd")) == fds  # every piece closed
 
 
-def test_shards_through_runs_on_disk_are_the_shards_of_one_run(
+def test_shards_through_pieces_on_disk_are_the_shards_of_one_sort(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Small runs force every sort of the plan through files and merges: the shards, the
+    """Small pieces force every sort of the plan through files and merges: the shards, the
     manifest's counts and the batch-mix prediction must be those of a plan sorted in memory."""
     tree(tmp_path / "src", 6, 50)
     options: list[dict] = [{"shards": 5}, {"shard_size": 20_000}, {"shuffle_seed": None}]
     whole = [pack(tmp_path / "src", tmp_path / f"a{i}", **o) for i, o in enumerate(options)]
-    small_runs(monkeypatch, run=7, block=2, fanin=2)
+    small_pieces(monkeypatch, piece=7, block=2, fanin=2)
     for i, o in enumerate(options):
         on_disk = pack(tmp_path / "src", tmp_path / f"b{i}", **o)
         for key in ("shards", "samples", "class_counts", "extensions", "mixing"):
@@ -103,7 +105,7 @@ def test_memory_does_not_grow_with_the_files(
     shuffle's arrays and the labels, 12 per sample, and a shard's spill index), where the
     plan held as objects cost about 700. Runs small enough that both sizes sort on disk, and
     read and write buffers (1 MiB, more than these shards) small enough that both fill them."""
-    small_runs(monkeypatch, run=128, block=16, fanin=4)
+    small_pieces(monkeypatch, piece=128, block=16, fanin=4)
     monkeypatch.setattr(shardmod, "CHUNK", 1 << 14)
     monkeypatch.setattr(spillmod, "CHUNK", 1 << 14)
     tree(tmp_path / "small", 10, 150)

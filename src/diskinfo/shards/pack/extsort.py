@@ -2,7 +2,7 @@
 SRC, its sample, its shard, its place) grows with SRC, and held as Python objects it cost
 about 0.76 kB per file (0.8 GB at a million files). Here it lives in unnamed temporary files
 (`tempfile.TemporaryFile`: O_TMPFILE, so nothing is left behind by a `kill -9`, nor is any
-name there to plant a link on) and memory holds one sorting run and one block per run.
+name there to plant a link on) and memory holds one sorting piece and one block per piece.
 
 Records are tuples of str, int and None, written as marshal blocks with a length in front.
 """
@@ -17,16 +17,16 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-RUN = 16_384  # records sorted in memory at a time: a few MiB
-BLOCK = 256  # records per block: what a merge holds in memory per run
-FANIN = 64  # runs of one size merged into one
+PIECE = 16_384  # records sorted in memory at a time: a few MiB
+BLOCK = 256  # records per block: what a merge holds in memory per piece
+FANIN = 64  # pieces of one size merged into one
 _LENGTH = struct.Struct("<I")
 
 
 class Records:
     """A sequence of records, appended once, then read any number of times (one reader at a
     time: each pass rewinds the same file). Unbuffered: a block is one write and two reads,
-    and a run waiting to be merged holds no buffer."""
+    and a piece waiting to be merged holds no buffer."""
 
     def __init__(self, where: Path | None) -> None:
         self.file: IO[bytes] = tempfile.TemporaryFile(dir=where, buffering=0)  # noqa: SIM115
@@ -60,22 +60,22 @@ class Records:
 
 
 def merged(records: Iterable[Any], where: Path | None) -> Iterator[Any]:
-    """`records` in sorted order: sorted runs of RUN records written to `where` (unnamed
-    files), FANIN runs of one size merged into one as they come (so the open files grow with
-    the log of the records, not with the records), then all merged. Memory: one run while
-    sorting, then one block per run being merged."""
-    levels: list[list[Records]] = []  # runs by how many merges made them
+    """`records` in sorted order: sorted pieces of PIECE records written to `where` (unnamed
+    files), FANIN pieces of one size merged into one as they come (so the open files grow with
+    the log of the records, not with the records), then all merged. Memory: one piece while
+    sorting, then one block per piece being merged."""
+    levels: list[list[Records]] = []  # pieces by how many merges made them
 
-    def push(run: Records, level: int = 0) -> None:
+    def push(piece: Records, level: int = 0) -> None:
         while True:
             if len(levels) <= level:
                 levels.append([])
-            levels[level].append(run)
+            levels[level].append(piece)
             if len(levels[level]) < FANIN:
                 return
             group, levels[level] = levels[level], []
             try:
-                run = _write(heapq.merge(*group), where)
+                piece = _write(heapq.merge(*group), where)
             finally:
                 for one in group:
                     one.close()
@@ -85,7 +85,7 @@ def merged(records: Iterable[Any], where: Path | None) -> Iterator[Any]:
         batch: list[Any] = []
         for record in records:
             batch.append(record)
-            if len(batch) >= RUN:
+            if len(batch) >= PIECE:
                 batch.sort()
                 push(_write(batch, where))
                 batch = []
@@ -97,20 +97,20 @@ def merged(records: Iterable[Any], where: Path | None) -> Iterator[Any]:
             batch.sort()
             push(_write(batch, where))
         del batch
-        yield from heapq.merge(*(run for level in levels for run in level))
+        yield from heapq.merge(*(piece for level in levels for piece in level))
     finally:
         for level in levels:
-            for run in level:
-                run.close()
+            for piece in level:
+                piece.close()
 
 
 def _write(records: Iterable[Any], where: Path | None) -> Records:
-    run = Records(where)
+    piece = Records(where)
     try:
         for record in records:
-            run.add(record)
-        run._flush()
+            piece.add(record)
+        piece._flush()
     except BaseException:
-        run.close()
+        piece.close()
         raise
-    return run
+    return piece
