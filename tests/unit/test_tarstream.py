@@ -349,7 +349,7 @@ def fuzz_dir(factory: pytest.TempPathFactory) -> Path:
     return _FUZZ_DIR[0]
 
 
-# runs of members against one member at a time ---------------------------------------------
+# spans of members against one member at a time ---------------------------------------------
 
 
 @contextlib.contextmanager
@@ -384,8 +384,8 @@ def test_runs_read_what_one_at_a_time_reads(
     labels_only: bool,
 ) -> None:
     """The same members, or the same error at the same byte, with a header's every field
-    lying: a run takes only what the member-by-member reader would take as it is."""
-    path = fuzz_dir(tmp_path_factory) / "runs.tar"
+    lying: a span takes only what the member-by-member reader would take as it is."""
+    path = fuzz_dir(tmp_path_factory) / "spans.tar"
     path.write_bytes(mutate(shards[seed], ops))
     keep = (lambda name: name.endswith(".cls")) if labels_only else None
     in_runs = outcome_of(path, keep)
@@ -393,12 +393,12 @@ def test_runs_read_what_one_at_a_time_reads(
         assert outcome_of(path, keep) == in_runs
 
 
-def test_a_packed_shard_is_read_in_runs(
+def test_a_packed_shard_is_read_in_spans(
     tmp_path: Path, shards: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A shard of `diskinfo pack` (and of tarfile, short names) goes in runs: the header by
+    """A shard of `diskinfo pack` (and of tarfile, short names) goes in spans: the header by
     header reader sees only its end-of-archive block. Members bigger than one read (4 MiB)
-    and a read ending inside a member are taken up by the next run or read alone."""
+    and a read ending inside a member are taken up by the next span or read alone."""
     calls: list[int] = []
     one = tarstream._Reader.member
 
@@ -443,7 +443,7 @@ def test_pax_headers_cost_no_reading_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every: int
 ) -> None:
     """A pax header before every member (names over 100 bytes or not ASCII: pack writes them
-    so) made each member's run read 4 MiB again: 20x the time of reading member by member;
+    so) made each member's span read 4 MiB again: 20x the time of reading member by member;
     one before every 10th, 4x. Now the shard's bytes are read at most 3 times over."""
     rng = random.Random(every)
     out = io.BytesIO()
@@ -517,7 +517,7 @@ def test_gnu_sparse_members_are_an_error_not_a_silent_drop(tmp_path: Path, name:
 @pytest.mark.parametrize("bad", ["../../etc/cron.d/x.cls", "/etc/passwd.cls", "a/../../b.jpg"])
 @pytest.mark.parametrize("gzipped", [False, True])
 def test_names_that_leave_their_folder_are_refused(tmp_path: Path, bad: str, gzipped: bool):
-    """After a run of plain members (read in bulk) and alone; `..` inside a word is a name."""
+    """After a span of plain members (read in bulk) and alone; `..` inside a word is a name."""
     fine = b"".join(member(f"s/{i:04d}..v2.jpg", b"J" * 300) for i in range(20))
     data = fine + member(bad, b"x") + END
     path = tmp_path / ("bad.tar.gz" if gzipped else "bad.tar")

@@ -41,7 +41,7 @@ from diskinfo.shards.stream import SHUFFLE_BUFFER, ShardStream
 from diskinfo.shards.stream import buffer_shuffle as buffer_shuffle  # re-exported
 from diskinfo.shards.tarstream import ShardError as ShardError  # raised by read_shard: re-exported
 from diskinfo.shards.tarstream import tar_members as tar_members  # re-exported
-from diskinfo.shards.tarstream import tar_runs
+from diskinfo.shards.tarstream import tar_spans
 
 Sample = dict[str, Any]
 
@@ -59,8 +59,8 @@ def read_shard(
     url = str(path)
     current: Sample | None = None
     current_key = None
-    for run in tar_runs(path, keep):
-        for name, data in run:
+    for span in tar_spans(path, keep):
+        for name, data in span:
             key, ext = split_name(name)
             if key != current_key:
                 if current is not None:

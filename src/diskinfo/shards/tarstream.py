@@ -14,14 +14,14 @@ that names the shard and the byte offset:
 - a shard cut short (inside a header or a member, or at a boundary: no end-of-archive block)
   is an error, never a silent loss of the samples after the cut.
 
-A plain tar is read in runs of whole members (`_Reader.bulk`): a few MiB at once, the headers
-of a run checked together with numpy, the members sliced out of that one read. Checking two
+A plain tar is read in spans of whole members (`_Reader.bulk`): a few MiB at once, the headers
+of a span checked together with numpy, the members sliced out of that one read. Checking two
 headers per sample one by one (`sum()` over 512 bytes) was half of what the reader spent on a
 sample of a few kB; at 0 DataLoader workers that left it behind litdata, whose chunks hold an
-offset table instead of headers. The run takes only the plainest members (a regular file,
+offset table instead of headers. The span takes only the plainest members (a regular file,
 no pax or GNU header before it, checksum and size written as tarfile and `diskinfo pack`
 write them) and only what the member-by-member reader would take the same way; at anything
-else the run stops and that reader goes on from there: every error, and every name with a
+else the span stops and that reader goes on from there: every error, and every name with a
 prefix or a pax path, is still that reader's.
 """
 
@@ -48,8 +48,8 @@ GZIP_RATIO, GZIP_FLOOR = 200, 64 << 20  # a .tar.gz gunzips to 200x its size, 64
 _SPARSE = "a GNU sparse member: not supported (its holes are not stored)"  # never dropped
 _CHUNK = 1 << 20  # first bytes asked of a gzip stream at once: see _Reader.read
 _BUFFER = 1 << 20
-_RUN = 4 << 20  # bytes read at once for a run of members; a bigger member goes one by one
-_RUN_MIN = 16 << 10  # the read after a run that stopped at once (a pax header per member)
+_SPAN = 4 << 20  # bytes read at once for a span of members; a bigger member goes one by one
+_SPAN_MIN = 16 << 10  # the read after a span that stopped at once (a pax header per member)
 _FILE_TYPES = (b"0", b"\0", b"7")  # regular, old-style regular, contiguous
 _PAX_LENGTH = re.compile(rb"[1-9][0-9]{0,7} ")
 
@@ -68,21 +68,21 @@ def tar_members(
     `path`, GNU `L`) and pax `size` are honoured; headers are checksummed; gzipped tars
     (`.tar.gz`, `.tgz`, webdataset's TarWriter(compress=True)) are known by their magic bytes,
     whatever their name."""
-    for run in tar_runs(path, keep):
-        yield from run
+    for span in tar_spans(path, keep):
+        yield from span
 
 
-def tar_runs(
+def tar_spans(
     path: str | Path, keep: Callable[[str], bool] | None = None
 ) -> Iterator[Iterable[tuple[str, bytes | None]]]:
-    """`tar_members` a run at a time: the members of one read (one member where the tar is
-    read member by member), to be iterated once before the next run. A sample's reader
-    loops over a run instead of resuming a generator per member; a run of a read is a zip
+    """`tar_members` a span at a time: the members of one read (one member where the tar is
+    read member by member), to be iterated once before the next span. A sample's reader
+    loops over a span instead of resuming a generator per member; a span of a read is a zip
     of its names and bytes, whose loop makes no tuple per member."""
     with open(path, "rb", buffering=_BUFFER) as raw:
         gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
         reader = _Reader(path, gzipped, os.fstat(raw.fileno()).st_size)
-        reader.runs = not gzipped and _numpy() is not None
+        reader.spans = not gzipped and _numpy() is not None
         try:
             with _maybe_gunzip(raw, gzipped) as fh:
                 reader.fh = fh
@@ -105,9 +105,9 @@ class _Reader:
         self.stream_limit = max(GZIP_FLOOR, GZIP_RATIO * size)  # binds a .tar.gz only
         self.fh: IO[bytes] = io.BytesIO()
         self.offset = 0
-        self.runs = False  # read runs of members at once (see `bulk`): plain files only
-        self._buf: bytearray | None = None  # every run's read: one buffer for the shard
-        self._run = _RUN  # bytes the next run reads: see `bulk`
+        self.spans = False  # read spans of members at once (see `bulk`): plain files only
+        self._buf: bytearray | None = None  # every span's read: one buffer for the shard
+        self._span = _SPAN  # bytes the next span reads: see `bulk`
 
     def error(self, what: str, at: int | None = None) -> ShardError:
         where = self.offset if at is None else at
@@ -151,9 +151,9 @@ class _Reader:
     def members(
         self, keep: Callable[[str], bool] | None
     ) -> Iterator[Iterable[tuple[str, bytes | None]]]:
-        plain = True  # the member read last had no pax or GNU header: runs may follow
+        plain = True  # the member read last had no pax or GNU header: spans may follow
         while True:
-            if self.runs and plain:
+            if self.spans and plain:
                 yield from self.bulk(keep)
             got, end, plain = self.member(keep)
             if got:
@@ -166,7 +166,7 @@ class _Reader:
     ) -> tuple[list[tuple[str, bytes | None]], bool, bool]:
         """The next member (none for a directory, link or device) and the pax or GNU headers
         before it, one header at a time; whether the archive ended there; and whether the
-        member came without such headers (where each has one, runs would stop at once)."""
+        member came without such headers (where each has one, spans would stop at once)."""
         long_name: str | None = None
         pax_size: int | None = None
         plain = True
@@ -211,23 +211,23 @@ class _Reader:
     def bulk(
         self, keep: Callable[[str], bool] | None
     ) -> Iterator[Iterable[tuple[str, bytes | None]]]:
-        """Runs of plain members from one read each, until a member that `member` must read:
+        """Spans of plain members from one read each, until a member that `member` must read:
         a pax or GNU header, a link or directory, an odd field, the end (or a cut), or one
         bigger than a read. Called between members, with no pax or long name pending.
 
-        After a run that stopped at such a member, the next read is twice what the run took
-        (at least _RUN_MIN): a shard with a pax header before every member (names over 100
+        After a span that stopped at such a member, the next read is twice what the span took
+        (at least _SPAN_MIN): a shard with a pax header before every member (names over 100
         bytes or not ASCII, as pack writes them) read 4 MiB a member, 20x the time of
-        reading it member by member. A run that fills its read doubles it, up to _RUN."""
+        reading it member by member. A span that fills its read doubles it, up to _SPAN."""
         fh, size_of = self.fh, self.file_size
         assert size_of is not None
         if self._buf is None:  # one buffer for the shard: a fresh 4 MiB object per read
             # cost its pages' faults each time, a fifth of the time on samples of tens of kB
-            self._buf = bytearray(min(_RUN, size_of - self.offset))
+            self._buf = bytearray(min(_SPAN, size_of - self.offset))
         buf = self._buf
         view = memoryview(buf)
         while True:
-            want = min(self._run, size_of - self.offset)
+            want = min(self._span, size_of - self.offset)
             fh.seek(self.offset)
             end = fh.readinto(view[:want])  # buf past `end`: an earlier read, never looked at
             last = self.offset + end >= size_of  # the read reached the end of the file
@@ -252,26 +252,26 @@ class _Reader:
                 filled = True
             good, names = _plain(buf, end, starts)
             starts_all, starts, sizes = starts, starts[:good], sizes[:good]
-            run: Iterable[tuple[str, bytes | None]]
+            span: Iterable[tuple[str, bytes | None]]
             if keep is None:
-                run = zip(names, _slices(view, starts, sizes), strict=True)
+                span = zip(names, _slices(view, starts, sizes), strict=True)
             else:
-                run = [
+                span = [
                     (name, view[start + BLOCK : start + BLOCK + size].tobytes())
                     if keep(name)
                     else (name, None)
                     for name, start, size in zip(names, starts, sizes, strict=True)
                 ]
             if names:
-                yield run
+                yield span
             taken = starts_all[good] if good < len(starts_all) else at
             self.offset += taken
             if filled and good == len(starts_all):  # the read ran out before the plain members
-                self._run = min(_RUN, 2 * self._run)
+                self._span = min(_SPAN, 2 * self._span)
                 if starts and not last:
                     continue
             else:  # at a member `member` must read
-                self._run = min(_RUN, max(_RUN_MIN, 2 * taken))
+                self._span = min(_SPAN, max(_SPAN_MIN, 2 * taken))
             fh.seek(self.offset)
             return
 
