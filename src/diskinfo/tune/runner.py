@@ -45,7 +45,7 @@ class Result:
     wait_share: float
     cpu_per_worker: float  # cores: 1.0 = one core busy (the main process for num_workers=0)
     cache: str
-    runs: int = 1  # measurements pooled into this one
+    measurements: int = 1  # measurements pooled into this one
     # per sample, in seconds: the step's wall time and CPU (its process's, every thread), and
     # the loading's CPU (the workers', or the main process's inside next() with none)
     step_s: float = 0.0
@@ -69,7 +69,7 @@ class Result:
             (self.wait_share + other.wait_share) / 2,
             (self.cpu_per_worker + other.cpu_per_worker) / 2,
             self.cache,
-            self.runs + other.runs,
+            self.measurements + other.measurements,
             *(
                 (a * self.seconds + b * other.seconds) / max(self.seconds + other.seconds, 1e-9)
                 for a, b in (
@@ -124,7 +124,7 @@ class Result:
             "data_wait_share": round(self.wait_share, 4),
             "cpu_per_worker": round(self.cpu_per_worker, 3),
             "cache": self.cache,
-            "measurements": self.runs,
+            "measurements": self.measurements,
             "batch_mix": self.mix,
         }
 

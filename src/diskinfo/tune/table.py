@@ -96,7 +96,7 @@ def _gain_lines(chosen: Result, current: Result, epoch: int | None, batch_size: 
 def caveat(results: list[Result], chosen: Result, epoch: int | None, budget: float) -> list[str]:
     """Said when the pick among close settings rests on readings too short to tell them apart:
     the table's order among them is then partly luck, and a longer budget settles it."""
-    look = statistics.median(r.seconds / r.runs for r in results)
+    look = statistics.median(r.seconds / r.measurements for r in results)
     rate = chosen.epoch_rate(epoch)
     close = [
         r for r in results if r is not chosen and abs(r.epoch_rate(epoch) - rate) < NEAR * rate
