@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from diskinfo.bench import TEST_PREFIX
+from diskinfo.readspeed import TEST_PREFIX
 from diskinfo.units import MIB
 from tests.helpers.loopdev import NEEDS_ROOT, ext4_loop, mounted
 

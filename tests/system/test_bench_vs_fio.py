@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from diskinfo import bench
+from diskinfo import readspeed as bench
 from diskinfo.analyse import baseline
 from tests.helpers import tools
 

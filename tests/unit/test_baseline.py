@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diskinfo import bench
+from diskinfo import readspeed as bench
 from diskinfo.analyse import baseline
 from diskinfo.analyse.baseline import BaselineCache, DeviceBaseline
 from diskinfo.errors import UserError

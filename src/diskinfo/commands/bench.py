@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from diskinfo.analyse import baseline
-from diskinfo.bench import measure
+from diskinfo.readspeed import measure
 
 
 def _note(text: str) -> None:
