@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     from diskinfo import logfiles
 
     torch.set_num_threads(1)  # leave the other cores to the monitor and the services
-    log_dir = Path(os.environ.get("LOG_DIR", "/workspace/logs"))
+    log_dir = Path(os.environ.get("LOG_DIR", logfiles.LOG_DIR))
     jsonl = log_dir / logfiles.JSONL
     interval = float(os.environ.get("DISKINFO_INTERVAL", "5"))
     root = Path(tempfile.mkdtemp(prefix="diskinfo-demo-"))

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diskinfo.analyse.baseline import default_path  # the image's venv: root's python3
-from diskinfo.thresholds import shm_small
+from diskinfo.logfiles import LOG_DIR
 from diskinfo.sources import shm
+from diskinfo.thresholds import shm_small
 
 if __name__ == "__main__":  # root runs it as `python3 -I`, which leaves the working and the
     # script's own directory off sys.path: scripts/validate_cuda comes from the root-owned
@@ -72,7 +73,7 @@ class Facts:
     shm_small: bool = False  # under SHM_MIN_MB (diskinfo.thresholds.shm_small)
     services: list[Service] = field(default_factory=list)
     token_hint: str = ""
-    logs_dir: str = "/workspace/logs"
+    logs_dir: str = LOG_DIR
     jupyter_url: str = ""  # http://127.0.0.1:PORT/lab?token=...; "" when Jupyter is off
     ssh_command: str = ""  # ssh -p PORT user@HOST; "" when sshd is off
     ssh_port: str = "22"  # the container's, which the host port is published for

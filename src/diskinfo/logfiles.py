@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import re
 
+# the image's logs folder, where `watch` logs unless told: the Dockerfile's ENV LOG_DIR is
+# this (a test compares them); the image's scripts read LOG_DIR, falling back to this
+LOG_DIR = "/workspace/logs"
+TRAIN_LOG = "train.log"  # the training command's output there (docker/run/run-train.sh)
 TEXT_LOG = "diskinfo.log"  # sinks/textlog.py
 JSONL = "diskinfo.jsonl"  # sinks/jsonl.py
 LOCK = "diskinfo.lock"  # sinks/logdir_lock.py: one monitor per folder

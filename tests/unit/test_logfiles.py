@@ -44,3 +44,14 @@ def test_banner_names_the_baseline_where_the_store_keeps_it():
     assert banner.baseline_path(env, "/workspace/logs") == str(baseline.default_path(env))
     own = {"DISKINFO_BASELINE": "/data/b.json"}
     assert banner.baseline_path(own, "/l") == "/data/b.json" == str(baseline.default_path(own))
+
+
+def test_the_log_folder_is_the_dockerfiles():
+    """The Dockerfile cannot import it: the image's ENV LOG_DIR must say the same folder."""
+    import re
+
+    from diskinfo.logfiles import LOG_DIR
+    from tests.helpers import ROOT
+
+    found = re.findall(r"\bLOG_DIR=(\S+)", (ROOT / "Dockerfile").read_text())
+    assert found == [LOG_DIR]

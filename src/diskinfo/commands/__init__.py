@@ -1,3 +1,3 @@
 """One module per subcommand: wires parsed arguments to the modules that do the work."""
 
-LOG_DIR = "/workspace/logs"  # where `watch` logs unless told: the image's logs folder
+from diskinfo.logfiles import LOG_DIR as LOG_DIR  # where `watch` logs unless told

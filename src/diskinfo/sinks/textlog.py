@@ -227,7 +227,7 @@ class VerdictLog:
         fix = f" | first fix to try: {top[1]}" if top else ""
         if end is not None and end.code != 0:
             after = f" after {_minutes(end.ran_s)}" if end.ran_s is not None else ""
-            logs = os.path.join(os.path.dirname(jsonl), "train.log")
+            logs = os.path.join(os.path.dirname(jsonl), logfiles.TRAIN_LOG)
             fix = (
                 f" | the training command failed: exit status {end.code}{after} (its output: "
                 f"{logs}, docker logs)"
