@@ -21,7 +21,7 @@ read cells, each one child: imports, then the data is made cold (make_cold: cach
 the child's code read back), then the dataset and DataLoader are built and read for a fixed
 number of samples; samples/s, peak RSS, the reads the child's process tree issued (its blkio
 group) and the distinct classes per full batch (its labels, counted the same way for every
-reader, beside a fully shuffled loader's expectation from diskinfo.shard_mixing). A cell
+reader, beside a fully shuffled loader's expectation from diskinfo.shards.mixing). A cell
 group (set, IOPS cap, workers) runs every pair back to back, in an order rotated per group, so
 the load of a shared machine falls on all pairs alike: compare within a group.
 

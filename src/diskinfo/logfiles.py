@@ -1,6 +1,6 @@
 """The files diskinfo keeps in the log folder (LOG_DIR, `watch --log-dir`), named once for the
 sinks that write them, the baseline store, and the image's start-up, which hands exactly these
-(and their rotated copies) to NB_USER (docker/start/safe_paths.PROJECT_LOG)."""
+(and their rotated copies) to NB_USER (docker/shared/safe_paths.py, PROJECT_LOG)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ LOG_DIR = "/workspace/logs"
 TRAIN_LOG = "train.log"  # the training command's output there (docker/run/run-train.sh)
 TEXT_LOG = "diskinfo.log"  # sinks/textlog.py
 JSONL = "diskinfo.jsonl"  # sinks/jsonl.py
-LOCK = "diskinfo.lock"  # sinks/logdir_lock.py: one monitor per folder
+LOCK = "diskinfo.lock"  # logdir_lock.py: one monitor per folder
 BASELINE = "diskinfo-baseline.json"  # analyse/baseline.py, where LOG_DIR is set
 ROTATED = (TEXT_LOG, JSONL)  # kept as NAME.1, NAME.2, ... (sinks/rotating.py)
 

@@ -3,7 +3,7 @@
 A full or read-only log directory must not stop sampling: each kind of failure (no space,
 permission denied, ...) prints one line on stderr, which the image sends to `docker logs`;
 later lines are dropped (and retried now and then) until writing works again, which is
-announced once too. `rotate()` is the one rotation scheme, also used by docker/run/log-tee.py.
+announced once too. `rotate()` is the one rotation scheme, also used by docker/shared/log-tee.py.
 
 Nothing is opened by a name another account could redirect: the folder is opened once (run as
 root, without following a link, and only when root alone controls it: `fileio.not_root_only`),
