@@ -90,7 +90,8 @@ class NfsFigures:
     read_exe_ms: float = 0.0
     write_exe_ms: float = 0.0
     retrans: int = 0
-    # cumulative mountstats counters for Prometheus; keys: diskinfo.sinks.prometheus.metrics.NFS_COUNTERS
+    # cumulative mountstats counters for Prometheus; keys: NFS_COUNTERS of
+    # diskinfo.sinks.prometheus.metrics
     counters: dict[str, int] | None = None
 
 
