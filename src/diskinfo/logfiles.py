@@ -10,6 +10,7 @@ import re
 # this (a test compares them); the image's scripts read LOG_DIR, falling back to this
 LOG_DIR = "/workspace/logs"
 TRAIN_LOG = "train.log"  # the training command's output there (docker/run/run-train.sh)
+TUNE = "diskinfo-tune"  # `diskinfo tune`'s PREFIX.json and PREFIX.png there, unless --out
 TEXT_LOG = "diskinfo.log"  # sinks/textlog.py
 JSONL = "diskinfo.jsonl"  # sinks/jsonl.py
 LOCK = "diskinfo.lock"  # logdir_lock.py: one monitor per folder

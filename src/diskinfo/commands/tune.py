@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from diskinfo import logfiles
 from diskinfo.commands import LOG_DIR
 from diskinfo.shards.pack.progress import Bar
 from diskinfo.tune import Options, mix, tune
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         bar.end(complete=False)
         raise
     bar.end(True, 1.0, "done")
-    prefix = Path(args.out or os.path.join(os.environ.get("LOG_DIR", "."), "diskinfo-tune"))
+    prefix = Path(args.out or os.path.join(os.environ.get("LOG_DIR", "."), logfiles.TUNE))
     document = outcome.document()
     write_json(prefix.with_suffix(".json"), document)
     title = f"diskinfo tune {document['factory']}: {document['cache']}, batch {outcome.batch_size}"
