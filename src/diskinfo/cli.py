@@ -260,7 +260,7 @@ def build_parser() -> OneLineParser:
     )
     p.add_argument(
         "--labels",
-        choices=LABELS,
+        choices=sorted(LABELS),
         default=LABEL_KEY,
         help="where a sample's class goes: key: only its folder in the key, ShardDataset "
         "gives cls from it (default: smaller, faster); member: a .cls member too, as "
