@@ -225,31 +225,6 @@ class _Word(str, Enum):
         return self.value
 
 
-class FixId(_Word):
-    """A fix's stable name: the `fix` label of /metrics, what the alert rules quote and the
-    run's tally counts by, and `Verdict.fix_ids` in the JSONL. Its words (`Verdict.fixes`,
-    fitted to the interval's figures) are free to change; these values are not."""
-
-    SHM_SIZE = "shm-size"
-    RESTARTS = "persistent-workers-restarts"
-    PRELOAD = "preload"
-    WORKERS = "more-workers"
-    WORKERS_SHORT_QUEUE = "more-workers-short-queue"
-    PACK = "pack-shards"
-    PACK_SMALL_REQUESTS = "pack-shards-small-requests"
-    PERSISTENT = "persistent-workers"
-    TUNE = "tune"
-    CGROUP_CAP = "cgroup-read-limit"
-    FASTER_STORAGE = "faster-storage"
-    CHEAPER = "cheaper-samples"
-    PIN = "pin-memory"
-    FASTER_STEP = "faster-step"
-    CONTENTION = "cpu-contention"
-    WRAP = "wrap-loader"
-    EPOCH_START = "cheap-epoch-start"
-    LONGER = "train-longer"
-
-
 class VerdictName(_Word):
     """What an interval means: the `verdict` and `interval_verdict` strings of the JSONL."""
 
@@ -320,7 +295,7 @@ class Verdict:
     summary: str = ""
     evidence: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
-    fix_ids: list[str] = field(default_factory=list)  # each fix's FixId, in the same order
+    fix_ids: list[str] = field(default_factory=list)  # each fix's analyse.fix_ids.FixId
     severity: str = ""  # input-bound severity, XProf split: "high" >= 20%, "moderate" >= 5%, "none"
     input_share: float | None = None  # data-wait share of step time, 0..1, where measured
     warnings: list[str] = field(default_factory=list)  # sustained conditions (disk await, ...)

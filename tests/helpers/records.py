@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from diskinfo.analyse.fix_ids import FixId
 from diskinfo.record import (
     CgroupIO,
     DeviceFigures,
-    FixId,
     GpuFigures,
     HostFigures,
     IntervalRecord,

@@ -18,9 +18,10 @@ headline.
 from __future__ import annotations
 
 from diskinfo import thresholds as t
+from diskinfo.analyse.fix_ids import FixId
 from diskinfo.analyse.fixes import fixes_for
 from diskinfo.analyse.signals import Signals
-from diskinfo.record import Cause, FixId, IntervalRecord, VerdictName
+from diskinfo.record import Cause, IntervalRecord, VerdictName
 
 # the causes of a disk limit at its capacity: the loop's reads run at that limit's rate
 AT_CAPACITY = (Cause.CGROUP_CAP, Cause.DEVICE_LIMIT)

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from diskinfo import thresholds as t
+from diskinfo.analyse.fix_ids import FixId
 from diskinfo.analyse.signals import Signals, read_caps
 from diskinfo.cores import whole
-from diskinfo.record import Cause, CgroupIO, FixId
+from diskinfo.record import Cause, CgroupIO
 from diskinfo.units import format_size
 
 SHM_FIX = (

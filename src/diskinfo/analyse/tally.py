@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from diskinfo.analyse.fix_ids import FixId
 from diskinfo.analyse.fixes import cap_words, longer_fix, workers_target, wrap_fix
 from diskinfo.analyse.signals import read_caps
 from diskinfo.analyse.start import StartState, start_state
-from diskinfo.record import NO_VERDICT, FixId, IntervalRecord, Verdict, VerdictName
+from diskinfo.record import NO_VERDICT, IntervalRecord, Verdict, VerdictName
 
 # the fixes that name a num_workers to reach: the run's last DataLoader may have applied them
 _WORKERS_FIXES = (FixId.WORKERS, FixId.WORKERS_SHORT_QUEUE)

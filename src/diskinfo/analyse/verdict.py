@@ -17,11 +17,12 @@ from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.binding import also, binding, busy_elsewhere, ordered_fixes, own_share
 from diskinfo.analyse.contention import contention
 from diskinfo.analyse.evidence import capped_line, evidence
+from diskinfo.analyse.fix_ids import FixId
 from diskinfo.analyse.fixes import SHM_FIX
 from diskinfo.analyse.signals import Signals, signals
 from diskinfo.analyse.start import start_words
 from diskinfo.analyse.steady import SteadyShare, share_words
-from diskinfo.record import Cause, FixId, IntervalRecord, Verdict
+from diskinfo.record import Cause, IntervalRecord, Verdict
 
 # --- causes: (cause, why); the cause names the verdict ---
 

@@ -202,7 +202,7 @@ class RecordCollector:
             yield fam
             if record.verdict.fix_ids:
                 # an alert can name the fix only through a label (rules.yml queries it): its
-                # stable id (record.FixId), never its words, which change with the figures
+                # stable id (analyse.fix_ids.FixId), never its words, which change with the figures
                 fam = _family("diskinfo_verdict_fix_info")
                 fam.add_metric([current, str(record.verdict.fix_ids[0])], 1.0)
                 yield fam
