@@ -19,6 +19,7 @@ from tests.helpers import ROOT
 SRC = ROOT / "src"
 # module -> (the test that drives it, a word of that test that shows it does)
 THROUGH: dict[str, tuple[str, str]] = {
+    "diskinfo.analyse.binding": ("tests/unit/test_shared_node.py", "binding"),
     "diskinfo.analyse.contention": ("tests/unit/test_diagnoser.py", "contention"),
     "diskinfo.analyse.evidence": ("tests/unit/test_verdict.py", "evidence"),
     "diskinfo.commands.bench": ("tests/system/test_bench_vs_fio.py", "bench"),
