@@ -27,10 +27,10 @@ MODULE = re.compile(r"(?<![\w./])(diskinfo(?:\.[A-Za-z_]\w*)+)(?![\w/(])")
 NOT_OURS = re.compile(
     r"^(train|startup|supervisord|jupyter|sshd|manifest|loaders|overhead|results?)\.|"
     r"^[\w-]+\.(json|jsonl|txt|conf|log)$|^(DEST|logs|path|code)/|^src/train\.py$|^\./render|"
-    r"^(cmd|getpass|secrets)\.py$|^(common|iostat|rd_stats)\.c$|^tools/nfs-iostat/"
+    r"^(cmd|getpass|secrets|json|p4train)\.py$|^(common|iostat|rd_stats)\.c$|^tools/nfs-iostat/"
 )
 # the log folder's files (logfiles), named like modules
-FILES = {f"diskinfo.{ext}" for ext in ("jsonl", "log", "lock")}
+FILES = {f"diskinfo.{ext}" for ext in ("jsonl", "log", "lock", "sif")}  # and the HPC image
 
 
 @cache

@@ -110,7 +110,7 @@ class Diagnoser:
         self._contended = False
         self._share = ShareWindow(share_window, share_band)
         self._advice: Hysteresis | None = None  # the held cause's fixes, held by their kinds
-        self._advised: dict[tuple[str, ...], list[str]] = {}  # kinds -> their latest fixes
+        self._advised: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}  # fixes, ids
         self._loop_s = 0.0  # seconds the loop is known to run without figures (the wrap hint)
         self._accounts = Accounts()
 
@@ -162,7 +162,8 @@ class Diagnoser:
         self._latest[cause] = own
         changed = self._hysteresis.push(cause, elapsed)
         held = self._latest[self._hysteresis.held or cause]  # type: ignore[index]
-        held = held.but(fixes=self._held_advice(held, changed, elapsed))
+        fixes, fix_ids = self._held_advice(held, changed, elapsed)
+        held = held.but(fixes=fixes, fix_ids=fix_ids)
         verdict = held.but(
             evidence=own.evidence,  # the figures are always this interval's
             severity=own.severity,
@@ -199,16 +200,18 @@ class Diagnoser:
         self._warnings(record, baselines, verdict)
         return verdict
 
-    def _held_advice(self, held: Verdict, changed: bool, elapsed: float) -> list[str]:
+    def _held_advice(
+        self, held: Verdict, changed: bool, elapsed: float
+    ) -> tuple[list[str], list[str]]:
         """The held verdict's fixes, held like the verdict: a fix of another kind (\"num_workers
         0 -> 2\" for \"more workers will not help\") replaces the held one only as a verdict
         would; the figures in the words are the latest of the held kind."""
         if changed or self._advice is None:
             self._advice, self._advised = Hysteresis(self._hysteresis.hold), {}
         kinds = advice_kind(held.fixes)
-        self._advised[kinds] = held.fixes
+        self._advised[kinds] = (held.fixes, held.fix_ids)
         self._advice.push(kinds, elapsed)
-        return self._advised.get(self._advice.held, held.fixes)  # type: ignore[arg-type]
+        return self._advised.get(self._advice.held, (held.fixes, held.fix_ids))  # type: ignore[arg-type]
 
     def _loop_start(self, record: IntervalRecord, own: Verdict) -> Verdict:
         """`unknown (starting)` for the loop's first interval when the loop ran for less than

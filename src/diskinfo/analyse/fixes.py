@@ -303,6 +303,7 @@ CONTENTION = Fix(
     ),
 )
 JOB_VIEW = Fix(
+    FixId.JOB_VIEW,
     "the job's verdict, over every rank: `diskinfo report` over every node's logs, or "
     "`diskinfo watch --job-logs`",
     lambda s: (
@@ -311,7 +312,9 @@ JOB_VIEW = Fix(
         "--job-logs on the job's shared logs folder, or see the job panel in Grafana)"
     ),
 )
-STRAGGLER = Fix("the straggler's own first fix (its node's verdict)", lambda s: None)
+STRAGGLER = Fix(
+    FixId.STRAGGLER, "the straggler's own first fix (its node's verdict)", lambda s: None
+)
 WRAP = Fix(
     FixId.WRAP,
     "wrap the DataLoader the loop iterates with `diskinfo.torch.watch`",
@@ -380,21 +383,7 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-# the fixes given outside the cause table, in words for the docs' id table
-_OTHERS = {
-    FixId.SHM_SIZE: "a larger /dev/shm (`--shm-size`) where DataLoader workers died in a small one",
-    FixId.RESTARTS: "`persistent_workers=True` when starting each epoch's workers is the wait",
-    FixId.LONGER: "train for a minute or more: the run ended before an interval was judged",
-}
-
-
-def fix_ids_table() -> str:
-    """docs/metrics.md's table of fix ids, rendered from FixId and each fix's words."""
-    words = {f.id: f.doc for f in globals().values() if isinstance(f, Fix)} | _OTHERS
-    lines = ["| id | the fix |", "|---|---|"]
-    lines += [f"| `{fix}` | {words[fix]} |" for fix in FixId]
-    return "\n".join(lines) + "\n"
-
-
 if __name__ == "__main__":  # python -m diskinfo.analyse.fixes [ids]: a table for the docs
+    from diskinfo.analyse.fix_ids import fix_ids_table
+
     print(fix_ids_table() if sys.argv[1:] == ["ids"] else markdown_table(), end="")

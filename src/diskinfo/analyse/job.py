@@ -22,7 +22,8 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from diskinfo.analyse import thresholds as t
+from diskinfo import thresholds as t
+from diskinfo.analyse.fix_ids import FixId
 from diskinfo.analyse.fixes import JOB_VIEW
 from diskinfo.record import Cause, IntervalRecord, Verdict, VerdictName
 
@@ -381,6 +382,7 @@ def in_job(record: IntervalRecord, own: Verdict, peers: list[IntervalRecord] | N
                 f"{s.wait_share:.0%} of its steps ({cause}), this one "
                 f"{_shares(mine)}; the step here is the all-reduce waiting for it",
                 fixes=[f"on {s.node} (rank {s.rank}): {s.fix}"] if s.fix else [],
+                fix_ids=[FixId.STRAGGLER] if s.fix else [],
                 severity="none",
             )
         if job.kind == BALANCED and job.ranks_seen >= world:
@@ -390,6 +392,7 @@ def in_job(record: IntervalRecord, own: Verdict, peers: list[IntervalRecord] | N
         summary=f"{own.summary}; this is one of {world} ranks: its step includes the wait "
         "for the others in collectives, so which rank holds the job back is the job's verdict",
         fixes=[JOB_VIEW.text(None)],  # type: ignore[arg-type]  (needs no signals)
+        fix_ids=[JOB_VIEW.id],
     )
 
 
