@@ -15,9 +15,15 @@ def test_every_threshold_is_in_the_table():
         for name, value in vars(t).items()
         if name.isupper() and isinstance(value, int | float) and not isinstance(value, bool)
     }
-    documented = [name for _group, rows in t.DOCUMENTED for name, _unit, _meaning in rows]
+    documented = [name for _group, rows in t.documented() for name, _doc in rows]
     assert len(documented) == len(set(documented))
     assert constants == set(documented)
+
+
+def test_every_group_is_a_heading_and_has_rows():
+    groups = t.documented()
+    assert [g for g, _ in groups][:2] == ["input share (XProf)", "GPU"]
+    assert len({g for g, _ in groups}) == len(groups) and all(rows for _, rows in groups)
 
 
 def test_docs_thresholds_table_is_the_codes():
