@@ -37,6 +37,9 @@ PACKAGES = {
     "make": "make",
     "npm": "npm",
     "node": "nodejs",
+    "podman": "podman",
+    "runc": "runc",
+    "newuidmap": "uidmap",
 }
 # looked up, never installed: no GPU on CI (the test says so); coreutils is on every machine
 NOT_INSTALLED = {"nvidia-smi", "sleep"}
