@@ -194,3 +194,23 @@ def test_a_disk_a_neighbour_saturates_is_said_but_never_the_loops_limit():
     # this container's own reads make it the device's limit again
     r.cgroup_io = [CgroupIO("loop0", "7:0", read_ios_s=13000, read_bytes_s=860 * 2**20)]
     assert decide(r, base).cause == Cause.DEVICE_LIMIT
+
+
+def test_a_loader_with_new_settings_is_judged_at_once_not_held():
+    """num_workers=0 held as input-bound; the user starts the loop again with 2 workers and a
+    share of 1%: the very next interval speaks of that loop, not of the held num_workers=0
+    (the demo's second phase, and a notebook cell run again)."""
+    host = HostFigures(cpu_busy=60, cpu_count=2, mem_available_mb=20000)
+    main = ProcessIO(pid=1, name="python", role="main", cpu_percent=100)
+    diag = Diagnoser({}, hold=3)
+    for _ in range(5):
+        before = diag(judged_record(cpu=host, loader=loop_figures(0.5), procs=[main]))
+    assert before.verdict == VerdictName.INPUT_CPU and "num_workers=0" in before.summary
+    after = diag(judged_record(cpu=host, loader=loop_figures(0.01, workers=2), procs=[main]))
+    assert not VerdictName.is_input_bound(after.verdict), after.summary
+    assert "num_workers=0" not in after.summary and after.input_share < 0.05
+    # the same settings again are the same loop: held as before
+    again = Diagnoser({}, hold=3)
+    for share in (0.5, 0.5, 0.5, 0.5, 0.5, 0.01):
+        held = again(judged_record(cpu=host, loader=loop_figures(share), procs=[main]))
+    assert held.verdict == VerdictName.INPUT_CPU, held.summary

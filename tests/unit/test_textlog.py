@@ -24,7 +24,7 @@ def test_log_says_the_verdict_on_change_and_a_summary_and_console_keeps_only_tho
     diag = Diagnoser({}, hold=2, share_window=1)  # one odd interval decides on its own
     small = judged_record(loader=loop_figures(0.6, workers=2), devices=SMALL_FILE_READS)
     for i in range(8):
-        r = small if i != 3 else judged_record(loader=loop_figures(0.01))
+        r = small if i != 3 else judged_record(loader=loop_figures(0.01, workers=2))
         r.ts += 5 * i
         r.verdict = diag(r)
         sink.write(r)

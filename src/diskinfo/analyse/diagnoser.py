@@ -113,6 +113,31 @@ class Diagnoser:
         self._advised: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}  # fixes, ids
         self._loop_s = 0.0  # seconds the loop is known to run without figures (the wrap hint)
         self._accounts = Accounts()
+        self._settings: tuple[object, ...] | None = None  # the loop's DataLoader settings
+
+    def _new_loop(self, record: IntervalRecord) -> bool:
+        """A change of the loader's settings (num_workers 0 -> 2, pin_memory, ...) is a new
+        loop, not noise: the hold, the share window and the held advice start over, so the
+        verdict speaks of the loop that runs now (a held "num_workers=0" said beside a loop
+        with 2 workers would be wrong). The interval of the change holds the old loop's end
+        and the new one's start (its workers spawning): it is said as it is, held by nothing
+        and counted in no window, and the next interval's decision is taken at once."""
+        loader = record.loader
+        if loader is None or loader.num_workers is None:
+            return False
+        settings = (
+            loader.num_workers,
+            loader.pin_memory,
+            loader.persistent_workers,
+            loader.prefetch_factor,
+        )
+        changed = self._settings is not None and settings != self._settings
+        if changed:
+            self._hysteresis = Hysteresis(self._hysteresis.hold)
+            self._share = ShareWindow(self._share.size, self._share.band)
+            self._advice = None
+        self._settings = settings
+        return changed
 
     def _hold(self, key: str, condition: bool, elapsed: float) -> float:
         if condition:
@@ -139,6 +164,7 @@ class Diagnoser:
 
     def _judge(self, record: IntervalRecord) -> Verdict:
         baselines = self._baselines() if callable(self._baselines) else self._baselines
+        new_loop = self._new_loop(record)
         elapsed = record.elapsed_s
         # the training command's age: counted while its processes run, reset when they end
         self._training_s = self._training_s + elapsed if record.procs else 0.0
@@ -149,7 +175,7 @@ class Diagnoser:
             baselines,
             self._training_s if record.procs else None,
             floor,
-            self._share.push(record),
+            None if new_loop else self._share.push(record),
             self._loop_s,
         )
         self._contended = own.cause == Cause.CPU_CONTENTION or any(
@@ -160,8 +186,11 @@ class Diagnoser:
         own = self._loop_start(record, own)
         cause = own.cause if isinstance(own.cause, Cause) else Cause(own.cause)
         self._latest[cause] = own
-        changed = self._hysteresis.push(cause, elapsed)
-        held = self._latest[self._hysteresis.held or cause]  # type: ignore[index]
+        if new_loop:  # said as it is; the hold begins with the next interval
+            changed, held = True, own
+        else:
+            changed = self._hysteresis.push(cause, elapsed)
+            held = self._latest[self._hysteresis.held or cause]  # type: ignore[index]
         fixes, fix_ids = self._held_advice(held, changed, elapsed)
         held = held.but(fixes=fixes, fix_ids=fix_ids)
         verdict = held.but(
