@@ -247,7 +247,7 @@ def neighbour(kind: str, mnt: Path, other: dict[str, Path], env: dict) -> subpro
         cmd = (
             f"exec fio --name=neighbour --filename={mnt}/neighbour.bin "
             f"--size={NEIGHBOUR_FILE_MB}M --rw=randread --bs=64k --direct=1 --iodepth=8 "
-            "--ioengine=libaio --time_based --runtime=3600 --output=/dev/null"
+            "--ioengine=libaio --time_based --runtime=600 --output=/dev/null"
         )
     elif kind == "pagecache":
         cmd = f'exec {sys.executable} -c "$EVICT" {mnt}/small'
