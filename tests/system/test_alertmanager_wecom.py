@@ -241,8 +241,11 @@ scrape_configs:
             records = [
                 json.loads(line) for line in (run / "logs/diskinfo.jsonl").read_text().splitlines()
             ]
+            # the alert names the fix by its id (the `fix` label is an id, docs/metrics.md)
             fixes = {
-                r["verdict"]["fixes"][0] for r in records if (r.get("verdict") or {}).get("fixes")
+                r["verdict"]["fix_ids"][0]
+                for r in records
+                if (r.get("verdict") or {}).get("fix_ids")
             }
             assert fixes, "the monitor named no fix"
             assert any(f"First fix to try:** {fix}" in text for fix in fixes), (text, fixes)
