@@ -24,7 +24,9 @@ pytestmark = [
 @contextlib.contextmanager
 def tmpfs(mount: Path, size: str) -> Iterator[Path]:
     mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], check=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(mount)], check=True
+    )
     try:
         yield mount
     finally:
