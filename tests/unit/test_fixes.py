@@ -4,7 +4,8 @@ is rendered from that table (it cannot drift by hand)."""
 from __future__ import annotations
 
 from diskinfo.analyse import fixes
-from diskinfo.analyse.fix_ids import FixId, fix_ids_table
+from diskinfo.analyse.fix_ids import FixId
+from diskinfo.analyse.fixes import fix_ids_table
 from diskinfo.record import Cause, IntervalRecord, Verdict
 from tests.helpers.docs import generated
 

@@ -37,18 +37,9 @@ class FixId(str, Enum):
 
 
 # the fixes given outside the cause table, in words for the docs' id table
-_OTHERS = {
+# the fixes no `Fix` in analyse/fixes.py declares, in docs/metrics.md's table of ids
+OTHERS = {
     FixId.SHM_SIZE: "a larger /dev/shm (`--shm-size`) where DataLoader workers died in a small one",
     FixId.RESTARTS: "`persistent_workers=True` when starting each epoch's workers is the wait",
     FixId.LONGER: "train for a minute or more: the run ended before an interval was judged",
 }
-
-
-def fix_ids_table() -> str:
-    """docs/metrics.md's table of fix ids, rendered from FixId and each fix's words."""
-    from diskinfo.analyse import fixes  # it names each fix's words; it imports this module
-
-    words = {f.id: f.doc for f in vars(fixes).values() if isinstance(f, fixes.Fix)} | _OTHERS
-    lines = ["| id | the fix |", "|---|---|"]
-    lines += [f"| `{fix}` | {words[fix]} |" for fix in FixId]
-    return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from diskinfo import thresholds as t
-from diskinfo.analyse.fix_ids import FixId
+from diskinfo.analyse.fix_ids import OTHERS, FixId
 from diskinfo.analyse.signals import Signals, read_caps
 from diskinfo.cores import whole
 from diskinfo.record import Cause, CgroupIO
@@ -383,7 +383,13 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # python -m diskinfo.analyse.fixes [ids]: a table for the docs
-    from diskinfo.analyse.fix_ids import fix_ids_table
+def fix_ids_table() -> str:
+    """docs/metrics.md's table of fix ids, rendered from FixId and each fix's words."""
+    words = {f.id: f.doc for f in globals().values() if isinstance(f, Fix)} | OTHERS
+    lines = ["| id | the fix |", "|---|---|"]
+    lines += [f"| `{fix}` | {words[fix]} |" for fix in FixId]
+    return "\n".join(lines) + "\n"
 
+
+if __name__ == "__main__":  # python -m diskinfo.analyse.fixes [ids]: a table for the docs
     print(fix_ids_table() if sys.argv[1:] == ["ids"] else markdown_table(), end="")
