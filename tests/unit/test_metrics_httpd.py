@@ -17,7 +17,7 @@ import pytest
 
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.prometheus import PrometheusSink
-from diskinfo.sinks.prometheus.httpd import BoundedWSGIServer
+from diskinfo.sinks.prometheus.httpd import BoundedHTTPServer
 from tests.helpers.scrape import seconds
 
 
@@ -127,11 +127,10 @@ def test_malformed_requests_get_a_status_not_a_hang(sink, request_bytes, status)
 def test_a_client_that_never_reads_frees_its_worker_after_the_write_timeout():
     big = b"x" * (64 * 2**20)  # far more than the socket buffers hold
 
-    def app(environ, start_response):
-        start_response("200 OK", [("Content-Type", "text/plain")])
-        return [big if environ["PATH_INFO"] == "/big" else b"small\n"]
+    def app(method, path):
+        return "200 OK", [("Content-Type", "text/plain")], big if path == "/big" else b"small\n"
 
-    server = BoundedWSGIServer("127.0.0.1", 0, app, workers=1, io_timeout=1.0)
+    server = BoundedHTTPServer("127.0.0.1", 0, app, workers=1, io_timeout=1.0)
     port = server.server_address[1]
     try:
         stuck = socket.create_connection(("127.0.0.1", port))
@@ -150,12 +149,11 @@ def test_a_client_that_never_reads_frees_its_worker_after_the_write_timeout():
 def test_a_full_queue_answers_503_at_once():
     release = threading.Event()
 
-    def app(environ, start_response):
+    def app(method, path):
         release.wait(10)
-        start_response("200 OK", [("Content-Type", "text/plain")])
-        return [b"ok\n"]
+        return "200 OK", [("Content-Type", "text/plain")], b"ok\n"
 
-    server = BoundedWSGIServer("127.0.0.1", 0, app, workers=1)  # 1 running + 4 queued
+    server = BoundedHTTPServer("127.0.0.1", 0, app, workers=1)  # 1 running + 4 queued
     port = server.server_address[1]
     conns = []
     try:
@@ -176,7 +174,9 @@ def test_a_full_queue_answers_503_at_once():
 
 
 def test_past_max_pending_the_oldest_idle_connection_goes():
-    server = BoundedWSGIServer("127.0.0.1", 0, lambda e, s: [], max_pending=10, header_timeout=30)
+    server = BoundedHTTPServer(
+        "127.0.0.1", 0, lambda m, p: ("200 OK", [], b""), max_pending=10, header_timeout=30
+    )
     port = server.server_address[1]
     try:
         first = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -195,3 +195,14 @@ def test_close_ends_every_server_thread(sink):
     before = len(server_threads())
     s.close()
     assert len(server_threads()) == before - 5
+
+
+def test_head_gets_the_headers_alone_and_a_query_string_is_no_other_path(sink):
+    with socket.create_connection(("127.0.0.1", sink.port), timeout=5) as c:
+        c.sendall(b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = reply_of(c)
+    assert head.startswith(b"HTTP/1.0 200 OK\r\n") and head.endswith(b"\r\n\r\n")
+    assert b"Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n" in head
+    with socket.create_connection(("127.0.0.1", sink.port), timeout=5) as c:
+        c.sendall(b"GET /status?x=1 HTTP/1.0\r\n\r\n")
+        assert reply_of(c).split(b"\r\n", 1)[0] == b"HTTP/1.0 200 OK"

@@ -12,7 +12,6 @@ import urllib.request
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from diskinfo.errors import UserError
@@ -29,7 +28,9 @@ from diskinfo.sinks.prometheus import (
     _Totals,
     markdown_table,
 )
+from diskinfo.sinks.prometheus.exposition import render
 from tests.helpers.docs import generated
+from tests.helpers.exposition import reference_text
 from tests.helpers.records import DISKSTATS, full_record
 from tests.helpers.scrape import families
 from tests.helpers.scrape import get as scrape_get
@@ -280,14 +281,14 @@ label_text = st.text(min_size=1, max_size=20)  # quotes, backslashes, newlines, 
 )
 def test_any_record_renders_as_parseable_exposition(devices, nfs, verdict, elapsed):
     """Whatever the collectors put in a record, /metrics stays valid text format: label
-    values are escaped, odd floats are rendered, and each series appears once."""
+    values are escaped, odd floats are rendered, each series appears once, and the text is
+    prometheus_client's to the byte."""
     collector = RecordCollector(lambda: (record, totals))
     record = IntervalRecord(ts=1.0, elapsed_s=elapsed, devices=devices, nfs=nfs, verdict=verdict)
     totals = _Totals()
     totals.add(record)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
-    text = generate_latest(registry).decode()
+    text = render(collector.collect()).decode()
+    assert text == reference_text(collector.collect())
     families = list(text_string_to_metric_families(text))
     seen = set()
     for fam in families:

@@ -96,7 +96,7 @@ def build_monitor(args: argparse.Namespace, held: contextlib.ExitStack) -> Monit
         VerdictFileSink(),  # what a notebook shows below its training cell
     ]
     if args.metrics_port:  # None or 0: off
-        # imported here: prometheus_client and the HTTP server cost start-up time and memory
+        # imported here: the exporter and its HTTP server cost start-up time and memory
         # that a monitor without --metrics-port should not pay
         from diskinfo.sinks.prometheus import PrometheusSink
         from diskinfo.sinks.prometheus.server import MetricsUnavailable

@@ -1,9 +1,10 @@
 """Prometheus exporter: /metrics and /status served by the monitor from its latest record.
 
 metrics.py declares every family (SPECS, and docs/metrics.md from it), render.py turns a record
-into families at scrape time, server.py is the sink with its HTTP endpoints and httpd.py the
-bounded server under it. Importing this package costs nothing: `diskinfo status` needs only
-DEFAULT_PORT, so prometheus_client loads when a name below is first used.
+into families at scrape time, exposition.py writes them as text, server.py is the sink with its
+HTTP endpoints and httpd.py the bounded server under it. Importing this package costs nothing:
+`diskinfo status` needs only DEFAULT_PORT, so the exporter loads when a name below is first
+used.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A small WSGI server that no client can exhaust: bounded threads, deadlines, a real backlog.
+"""A small HTTP server that no client can exhaust: bounded threads, deadlines, a real backlog.
 
 The monitor serves a few scrapers, but whoever reaches the port may hold connections open,
 send a request byte by byte, or flood it. So one thread reads every request head without
@@ -7,12 +7,15 @@ closed), and only complete heads reach a fixed pool of workers that run the app 
 with a timeout. Idle connections cost a file descriptor and a small buffer, never a thread;
 past `max_pending` the oldest one is dropped. The listen backlog is the system's maximum
 (socketserver's default of 5 made every sixth connect of a burst wait a second).
+
+The request line is parsed here rather than by wsgiref or http.server: those bring http.client
+and the email package into the monitor (megabytes of resident memory) to read one line whose
+headers the monitor never needs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import queue
 import selectors
 import socket
@@ -20,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler
 
 HEADER_TIMEOUT_S = 5.0  # accept -> complete request head
 IO_TIMEOUT_S = 10.0  # writing one response
@@ -28,59 +30,45 @@ MAX_HEAD = 16 * 1024  # a scrape's request head is a few hundred bytes
 WORKERS = 4
 MAX_PENDING = 256  # connections still sending their head
 
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
+# (status, headers, body) for one request; the server adds Content-Length and Connection
+Reply = tuple[str, list[tuple[str, str]], bytes]
+# called with the request's method and path (the query string cut off)
+Handler = Callable[[str, str], Reply]
+
+
+def response(
+    status: str, headers: list[tuple[str, str]], body: bytes, *, head: bool = False
+) -> bytes:
+    """One whole HTTP/1.0 response; the connection closes after it."""
+    lines = [f"HTTP/1.0 {status}", *(f"{k}: {v}" for k, v in headers)]
+    lines += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
+    return "\r\n".join(lines).encode("latin-1") + (b"" if head else body)
 
 
 def _reply(status: str) -> bytes:
-    body = f"{status}\n".encode()
-    return (
-        f"HTTP/1.0 {status}\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode() + body
+    return response(status, [("Content-Type", "text/plain")], f"{status}\n".encode())
 
 
+BAD_REQUEST = _reply("400 Bad Request")
 REQUEST_TIMEOUT = _reply("408 Request Timeout")
 URI_TOO_LONG = _reply("414 URI Too Long")
 HEAD_TOO_LARGE = _reply("431 Request Header Fields Too Large")
 BUSY = _reply("503 Service Unavailable")
+VERSION_NOT_SUPPORTED = _reply("505 HTTP Version Not Supported")
 
 
-class _SocketWriter(io.BufferedIOBase):
-    """wfile for the handler: whole writes with sendall (bounded by the socket's timeout)."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        self._sock.sendall(data)
-        return len(data)
-
-
-class _Handler(WSGIRequestHandler):
-    """wsgiref's request handling on a head already read (no reads from the socket)."""
-
-    default_request_version = "HTTP/1.0"  # a malformed request still gets a status line
-
-    def __init__(self, sock: socket.socket, client: Any, server: BoundedWSGIServer, head: bytes):
-        self._head = head
-        super().__init__(sock, client, server)
-
-    def setup(self) -> None:
-        self.connection = self.request
-        self.rfile = io.BytesIO(self._head)
-        self.wfile = _SocketWriter(self.request)
-
-    def finish(self) -> None:
-        pass
-
-    def get_stderr(self) -> io.StringIO:
-        return io.StringIO()  # a client gone mid-reply is no news for the monitor's log
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Scrapes every few seconds would flood the monitor's log."""
+def request_line(head: bytes) -> tuple[str, str] | bytes:
+    """(method, path) of a request head, or the reply that refuses it (http.server's rules:
+    three words, an HTTP/1.x version; a header is never needed here)."""
+    words = head.split(b"\n", 1)[0].decode("latin-1").split()
+    if len(words) != 3 or not words[2].startswith("HTTP/"):
+        return BAD_REQUEST
+    major, dot, minor = words[2][5:].partition(".")
+    if not (dot and major.isdigit() and minor.isdigit()):
+        return BAD_REQUEST
+    if int(major) != 1:
+        return VERSION_NOT_SUPPORTED
+    return words[0], words[1].split("?", 1)[0]
 
 
 class _Pending:
@@ -101,16 +89,16 @@ def _send_and_close(sock: socket.socket, reply: bytes = b"") -> None:
         sock.close()
 
 
-class BoundedWSGIServer:
-    """Serves `app` on addr:port from 1 + `workers` threads, whatever the clients do."""
+class BoundedHTTPServer:
+    """Serves `handler` on addr:port from 1 + `workers` threads, whatever the clients do."""
 
     def __init__(
         self,
         addr: str,
         port: int,
-        app: WsgiApp,
+        handler: Handler,
         *,
-        name: str = "wsgi",
+        name: str = "httpd",
         workers: int = WORKERS,
         max_pending: int = MAX_PENDING,
         header_timeout: float = HEADER_TIMEOUT_S,
@@ -127,18 +115,10 @@ class BoundedWSGIServer:
             raise
         self.socket.setblocking(False)
         self.server_address = self.socket.getsockname()
-        self.app = app
+        self.handler = handler
         self.max_pending = max_pending
         self.header_timeout = header_timeout
         self.io_timeout = io_timeout
-        self.base_environ = {  # wsgiref's WSGIServer.setup_environ, without a DNS lookup
-            "SERVER_NAME": addr,
-            "GATEWAY_INTERFACE": "CGI/1.1",
-            "SERVER_PORT": str(self.server_address[1]),
-            "REMOTE_HOST": "",
-            "CONTENT_LENGTH": "",
-            "SCRIPT_NAME": "",
-        }
         self._pending: dict[socket.socket, _Pending] = {}  # accept order = deadline order
         self._ready: queue.Queue[tuple[socket.socket, Any, bytes] | None] = queue.Queue(
             maxsize=4 * workers
@@ -156,10 +136,6 @@ class BoundedWSGIServer:
         ]
         for thread in self._threads:
             thread.start()
-
-    # --- what wsgiref's handler asks of its server ---
-    def get_app(self) -> WsgiApp:
-        return self.app
 
     # --- the reader: accepts, collects heads, enforces deadlines ---
     def _read_heads(self) -> None:
@@ -244,20 +220,28 @@ class BoundedWSGIServer:
         self._forget(pending)
         _send_and_close(pending.sock, reply)
 
-    # --- the workers: run the app on complete heads ---
+    # --- the workers: run the handler on complete heads ---
     def _work(self) -> None:
         while (item := self._ready.get()) is not None:
-            sock, client, head = item
+            sock, _client, head = item
             try:
                 sock.settimeout(self.io_timeout)
-                _Handler(sock, client, self, head)
+                sock.sendall(self._answer(head))
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_WR)
-            except Exception:
+            except Exception:  # a client gone mid-reply is no news for the monitor's log
                 pass
             finally:
                 with contextlib.suppress(OSError):
                     sock.close()
+
+    def _answer(self, head: bytes) -> bytes:
+        request = request_line(head)
+        if isinstance(request, bytes):
+            return request
+        method, path = request
+        status, headers, body = self.handler(method, path)
+        return response(status, headers, body, head=method == "HEAD")
 
     def close(self) -> None:
         """Stop accepting, drop what is pending, let the workers finish their reply."""

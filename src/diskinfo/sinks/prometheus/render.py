@@ -1,7 +1,7 @@
 """Renders the latest interval record as metric families at scrape time.
 
-A custom collector (prometheus_client's model, like its GCCollector) instead of global metric
-objects: the record is the single source, and a device that disappears simply stops being
+Families built from the record at each scrape instead of global metric objects: the record is
+the single source, and a device that disappears simply stops being
 exported. Raw cumulative counters (from /proc/diskstats and mountstats) let Prometheus compute
 rates over any window; gauges carry diskinfo's own figures for the last interval.
 """
@@ -13,11 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-
 from diskinfo import __version__
 from diskinfo.analyse.pressure import STATES, node_pressure, redact
 from diskinfo.record import VERDICTS, IntervalRecord
+from diskinfo.sinks.prometheus.exposition import Family
 from diskinfo.sinks.prometheus.metrics import (
     CGROUP_COUNTERS,
     CGROUP_GAUGES,
@@ -58,21 +57,19 @@ class _Totals:
             self.verdict_s[name] = self.verdict_s.get(name, 0.0) + record.elapsed_s
 
 
-def _family(name: str) -> Metric:
+def _family(name: str) -> Family:
     spec = SPECS[name]
-    if spec.kind == "counter":
-        return CounterMetricFamily(name, spec.help, labels=spec.labels)
-    return GaugeMetricFamily(name, spec.help, labels=spec.labels)
+    return Family(name, spec.kind, spec.help, spec.labels)
 
 
 def _figures(
     table: dict[str, tuple[str, float, str]],
     items: Iterable[tuple[list[str], Any]],
     values: Callable[[Any], dict[str, Any] | None],
-) -> Iterator[Metric]:
+) -> Iterator[Family]:
     """One family per table row over several labelled objects; None values are left out
     (a figure the kernel does not have is absent, not zero)."""
-    families: dict[str, Metric] = {}
+    families: dict[str, Family] = {}
     for labels, obj in items:
         got = values(obj)
         if not got:
@@ -83,11 +80,11 @@ def _figures(
                 continue
             if name not in families:
                 families[name] = _family(name)
-            families[name].add_metric(labels, float(value) * factor)
+            families[name].add(labels, float(value) * factor)
     yield from families.values()
 
 
-def _ranks(record: IntervalRecord) -> Iterator[Metric]:
+def _ranks(record: IntervalRecord) -> Iterator[Family]:
     """Per rank of a distributed job on this node: the figures by `rank` alone, the job and
     node on the info metric, joined in PromQL `on(instance, rank)`."""
     ranks = record.loader.ranks if record.loader is not None else []
@@ -98,49 +95,46 @@ def _ranks(record: IntervalRecord) -> Iterator[Metric]:
     rate = _family("diskinfo_rank_batches_per_second")
     for r in ranks:
         label = [str(r.rank)]
-        info.add_metric([*label, r.job_id, r.node, str(r.world_size)], 1.0)
-        wait.add_metric(label, r.wait_share)
-        rate.add_metric(label, r.batches / record.elapsed_s if record.elapsed_s > 0 else 0.0)
+        info.add([*label, r.job_id, r.node, str(r.world_size)], 1.0)
+        wait.add(label, r.wait_share)
+        rate.add(label, r.batches / record.elapsed_s if record.elapsed_s > 0 else 0.0)
     yield from (info, wait, rate)
 
 
 class RecordCollector:
-    """Renders the latest record at scrape time (prometheus_client custom collector)."""
+    """Renders the latest record at scrape time."""
 
     def __init__(self, snapshot: Callable[[], tuple[IntervalRecord | None, _Totals]]) -> None:
         self._snapshot = snapshot
 
-    def describe(self) -> list[Metric]:
-        return []  # families depend on the record; don't let the registry collect at register
-
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Family]:
         record, totals = self._snapshot()
         fam = _family("diskinfo_build_info")
-        fam.add_metric([__version__], 1)
+        fam.add([__version__], 1)
         yield fam
         fam = _family("diskinfo_records_total")
-        fam.add_metric([], totals.records)
+        fam.add([], totals.records)
         yield fam
         fam = _family("diskinfo_node_pressure")
         state = node_pressure(record, time.time()).state
         for name in STATES:
-            fam.add_metric([name], 1.0 if name == state else 0.0)
+            fam.add([name], 1.0 if name == state else 0.0)
         yield fam
         if totals.loader is not None:
             for key, (name, _f, _help) in LOADER_COUNTERS.items():
                 fam = _family(name)
-                fam.add_metric([], totals.loader[key])
+                fam.add([], totals.loader[key])
                 yield fam
         if totals.verdict_s:
             fam = _family("diskinfo_verdict_seconds_total")
             for name in sorted(set(VERDICTS) | set(totals.verdict_s)):
-                fam.add_metric([name], totals.verdict_s.get(name, 0.0))
+                fam.add([name], totals.verdict_s.get(name, 0.0))
             yield fam
         if record is None:
             return
         yield from self._record(record)
 
-    def _record(self, record: IntervalRecord) -> Iterator[Metric]:
+    def _record(self, record: IntervalRecord) -> Iterator[Family]:
         for name, value in (
             ("diskinfo_last_record_timestamp_seconds", record.ts),
             ("diskinfo_interval_seconds", record.elapsed_s),
@@ -148,19 +142,19 @@ class RecordCollector:
             ("diskinfo_gpus", len(record.gpus or [])),
         ):
             fam = _family(name)
-            fam.add_metric([], value)
+            fam.add([], value)
             yield fam
         fam = _family("diskinfo_watched_path_info")
         for dev in record.devices:
             for path in dev.paths:
-                fam.add_metric([path, dev.device], 1)
+                fam.add([path, dev.device], 1)
         yield fam
 
         devices = [([d.device], d) for d in record.devices]
         yield from _figures(DISK_COUNTERS, devices, lambda d: d.counters)
         fam = _family("diskinfo_disk_io_now")
         for dev in record.devices:
-            fam.add_metric([dev.device], dev.in_flight)
+            fam.add([dev.device], dev.in_flight)
         yield fam
         yield from _figures(DISK_GAUGES, devices, vars)
 
@@ -183,7 +177,7 @@ class RecordCollector:
                 role = proc.role or "other"
                 by_role[role] = by_role.get(role, 0.0) + proc.read_mb_s * MIB
             for role, value in sorted(by_role.items()):
-                fam.add_metric([role], value)
+                fam.add([role], value)
             yield fam
         if record.loader is not None:
             for name, value in (
@@ -191,18 +185,18 @@ class RecordCollector:
                 ("diskinfo_loader_batches_per_second", record.loader.batches_s),
             ):
                 fam = _family(name)
-                fam.add_metric([], value)
+                fam.add([], value)
                 yield fam
             yield from _ranks(record)
         if record.verdict is not None:
             fam = _family("diskinfo_verdict")
             current = record.verdict.verdict
             for name in sorted(set(VERDICTS) | {current}):
-                fam.add_metric([name], 1.0 if name == current else 0.0)
+                fam.add([name], 1.0 if name == current else 0.0)
             yield fam
             if record.verdict.fix_ids:
                 # an alert can name the fix only through a label (rules.yml queries it): its
                 # stable id (analyse.fix_ids.FixId), never its words, which change with the figures
                 fam = _family("diskinfo_verdict_fix_info")
-                fam.add_metric([current, str(record.verdict.fix_ids[0])], 1.0)
+                fam.add([current, str(record.verdict.fix_ids[0])], 1.0)
                 yield fam

@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
-
-from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
 
 from diskinfo.analyse.pressure import status_document
 from diskinfo.errors import UserError
 from diskinfo.record import IntervalRecord
 from diskinfo.sinks.prometheus import DEFAULT_PORT
-from diskinfo.sinks.prometheus.httpd import BoundedWSGIServer
+from diskinfo.sinks.prometheus.exposition import CONTENT_TYPE, process_families, render
+from diskinfo.sinks.prometheus.httpd import BoundedHTTPServer, Reply
 from diskinfo.sinks.prometheus.render import RecordCollector, _Totals
 
 _INDEX = b"diskinfo exporter: /metrics (Prometheus), /status (node storage pressure, JSON)\n"
@@ -29,7 +27,7 @@ class PrometheusSink:
     """Monitor sink that keeps the latest record and serves it over HTTP in its own threads.
 
     port 0 binds an ephemeral port (tests; read `.port`); the CLI treats 0 as "off". The
-    server's limits (threads, deadlines) are `BoundedWSGIServer`'s; `server_options` passes
+    server's limits (threads, deadlines) are `BoundedHTTPServer`'s; `server_options` passes
     other values (tests).
     """
 
@@ -41,13 +39,10 @@ class PrometheusSink:
         self._lock = threading.Lock()
         self._latest: IntervalRecord | None = None
         self._totals = _Totals()
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(RecordCollector(self._snapshot))
-        ProcessCollector(registry=self.registry)  # the monitor's own CPU and memory
-        self._metrics_app = make_wsgi_app(self.registry)
+        self._collector = RecordCollector(self._snapshot)
         try:
-            self._server = BoundedWSGIServer(
-                addr, port, self._app, name="diskinfo-metrics", **server_options
+            self._server = BoundedHTTPServer(
+                addr, port, self._answer, name="diskinfo-metrics", **server_options
             )
         except OSError as exc:
             raise MetricsUnavailable(
@@ -73,22 +68,23 @@ class PrometheusSink:
     def close(self) -> None:
         self._server.close()
 
-    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        path = environ.get("PATH_INFO", "/")
-        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
-            start_response("405 Method Not Allowed", [("Allow", "GET, HEAD")])
-            return [b"only GET\n"]
+    def metrics(self) -> bytes:
+        """The /metrics body: the latest record's families, then the monitor's own process."""
+        return render([*self._collector.collect(), *process_families()])
+
+    def _answer(self, method: str, path: str) -> Reply:
+        if method not in ("GET", "HEAD"):
+            return "405 Method Not Allowed", [("Allow", "GET, HEAD")], b"only GET\n"
         if path == "/metrics":
-            return self._metrics_app(environ, start_response)
+            return "200 OK", [("Content-Type", CONTENT_TYPE)], self.metrics()
         if path == "/status":
             body = (json.dumps(self.status(), indent=2) + "\n").encode()
-            start_response(
+            return (
                 "200 OK",
                 [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+                body,
             )
-            return [body]
+        text = [("Content-Type", "text/plain; charset=utf-8")]
         if path == "/":
-            start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
-            return [_INDEX]
-        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
-        return [b"not found: try /metrics or /status\n"]
+            return "200 OK", text, _INDEX
+        return "404 Not Found", text, b"not found: try /metrics or /status\n"
