@@ -28,6 +28,11 @@ class Collector(Protocol):
 
     def stop(self) -> None: ...
 
+    def unsaid(self) -> bool:
+        """Whether it holds news no record has carried yet (how the training command ended):
+        the monitor then writes one last, shorter interval when it is stopped."""
+        ...
+
 
 class Sink(Protocol):
     """Writes records somewhere. A failing sink warns once and keeps the loop alive."""
@@ -71,7 +76,8 @@ class Monitor:
             self._wake.release()
 
     def install_signal_handlers(self) -> None:
-        """SIGTERM/SIGINT end the loop after the current interval is flushed: exit 0."""
+        """SIGTERM/SIGINT end the loop at once (one last, shorter interval is written when a
+        collector has news for it): exit 0."""
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
 
@@ -84,7 +90,11 @@ class Monitor:
             done = 0
             while not self._stopped:
                 if self._wake.acquire(True, max(0.0, deadline - time.monotonic())):
-                    break  # stop() released it
+                    # stop() released it: the time since the last interval is written too when
+                    # a collector holds news, or a run's end would be in no record
+                    if any(c.unsaid() for c in self.collectors):
+                        self._emit(time.monotonic() - last)
+                    break
                 now = time.monotonic()
                 # skip whole missed intervals (suspend, long stall) instead of bursting
                 missed = int((now - deadline) // self.interval)

@@ -319,10 +319,12 @@ class Verdict:
 @dataclass(frozen=True)
 class CommandEnd:
     """How the training command ended (the image's run-train.sh writes its exit status beside
-    the PID file): for the run's closing line, never part of a record."""
+    the PID file): the run's closing line says it, and the first record after the end carries
+    it, so that `diskinfo report` can say a run failed from the JSONL alone."""
 
     code: int
     ran_s: float | None  # from its start (the PID file written) to its end
+    at: float | None = None  # Unix seconds of its end
 
 
 @dataclass
@@ -357,6 +359,9 @@ class IntervalRecord:
     # (looked at every UNWATCHED_REFRESH_S; empty: none seen): the disk and dataset figures
     # are then not of its data (the demo's /tmp), and no fix is sized from them
     unwatched_data: list[str] = field(default_factory=list)
+    # how the training command ended: in the first record written after its end (the monitor
+    # writes one more, shorter interval when it is stopped before that), else None
+    command_end: CommandEnd | None = None
 
     # The analyser's account of the held verdict across intervals (analyse.account.HeldAccount,
     # not named here: the record sits below the analysis), for the sinks that put it into
@@ -397,4 +402,5 @@ class IntervalRecord:
             plain["loader"].ranks = [build(RankFigures, r) for r in plain["loader"].ranks or []]
         plain["verdict"] = build(Verdict, data.get("verdict"))
         plain["cgroup_io"] = [build(CgroupIO, c) for c in data.get("cgroup_io", [])]
+        plain["command_end"] = build(CommandEnd, data.get("command_end"))
         return cls(**plain)

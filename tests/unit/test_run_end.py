@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from diskinfo import cli
 from diskinfo.analyse.diagnoser import Diagnoser
 from diskinfo.collectors.procs import ProcsCollector, command_end, command_line
+from diskinfo.monitor import Monitor
 from diskinfo.record import CommandEnd, IntervalRecord, ProcessIO
+from diskinfo.report.summary import summarise
+from diskinfo.report.text import ending
 from diskinfo.sinks.jsonl import JsonlSink
 from diskinfo.sinks.textlog import TextLogSink
 
@@ -99,3 +104,64 @@ def test_report_names_compared_runs_by_their_commands(tmp_path, capsys):
     assert "run 2: python train.py --lr 0.001 python train.py --" in out, out
     assert cli.main(["report", str(path), "--run", "1", "--no-png"]) == 0
     assert f"{path} (run 1: python a.py)" in capsys.readouterr().out
+
+
+def test_the_report_says_a_run_failed_from_the_jsonl_alone(tmp_path, capsys):
+    """The command ends (exit 3) two seconds into a 5 s interval and the monitor is stopped at
+    once, as the image stops it: the end is in one last, shorter record, and the report of
+    that JSONL, wherever it is copied, says the run failed and how long it ran."""
+    pid_file = tmp_path / "train.pid"
+    (tmp_path / "train").mkdir()
+    procs = ProcsCollector(str(pid_file), state_dir=tmp_path)
+    monitor = Monitor(5.0, [procs], [JsonlSink(str(tmp_path))])
+    thread = threading.Thread(target=monitor.run)
+    thread.start()
+    pid_file.write_text(f"{os.getpid()}\n")
+    time.sleep(6)  # one whole interval while it runs
+    (tmp_path / "train" / "exit").write_text("3\n")
+    monitor.stop()
+    thread.join(10)
+    records = [json.loads(line) for line in (tmp_path / "diskinfo.jsonl").read_text().splitlines()]
+    assert [r["command_end"] is not None for r in records] == [False, True]
+    assert records[-1]["command_end"]["code"] == 3 and records[-1]["elapsed_s"] < 4.5
+    copy = tmp_path / "elsewhere.jsonl"
+    copy.write_text((tmp_path / "diskinfo.jsonl").read_text())
+    assert cli.main(["report", str(copy), "--no-png"]) == 0
+    out = capsys.readouterr().out
+    assert "the training command FAILED: exit status 3 after 0m 06s" in out, out
+
+
+def test_a_monitor_stopped_with_nothing_new_writes_no_extra_record(tmp_path):
+    monitor = Monitor(5.0, [ProcsCollector(None, state_dir=tmp_path)], [JsonlSink(str(tmp_path))])
+    thread = threading.Thread(target=monitor.run)
+    thread.start()
+    time.sleep(0.3)
+    monitor.stop()
+    thread.join(10)
+    assert (
+        not (tmp_path / "diskinfo.jsonl").exists() or not (tmp_path / "diskinfo.jsonl").read_text()
+    )
+
+
+def test_an_exit_status_from_before_the_monitor_started_is_not_this_runs(tmp_path):
+    """A restarted container: the last start's PID and exit files are there until the new
+    command writes its PID file; the monitor must not report that old end as this run's."""
+    pid_file = tmp_path / "train.pid"
+    pid_file.write_text("123\n")
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "exit").write_text("1\n")
+    time.sleep(0.05)
+    procs = ProcsCollector(str(pid_file), state_dir=tmp_path)
+    record = IntervalRecord(ts=0, elapsed_s=1.0)
+    procs.fill(record)
+    assert record.command_end is None and not procs.unsaid()
+
+
+def test_a_clean_end_and_a_kill_are_said_as_such():
+    def said(code: int) -> str:
+        record = IntervalRecord(ts=100.0, elapsed_s=5.0, command_end=CommandEnd(code, 65.0))
+        return ending(summarise([record])) or ""
+
+    assert said(0) == "the training command ended well (exit status 0 after 1m 05s)"
+    assert said(137).startswith("the training command FAILED: exit status 137, killed by signal 9")
+    assert ending(summarise([IntervalRecord(ts=100.0, elapsed_s=5.0)])) is None

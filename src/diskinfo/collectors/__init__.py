@@ -48,3 +48,6 @@ class BaseCollector:
 
     def stop(self) -> None:
         pass
+
+    def unsaid(self) -> bool:
+        return False

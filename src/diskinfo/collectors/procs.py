@@ -165,7 +165,7 @@ def command_end(pid_file: str) -> CommandEnd | None:
             code = int(f.read(16).strip())
     except (OSError, ValueError):
         return None
-    return CommandEnd(code, ended - started)
+    return CommandEnd(code, ended - started, ended)
 
 
 class ProcsCollector(BaseCollector):
@@ -188,6 +188,7 @@ class ProcsCollector(BaseCollector):
         self._seen: int | None = None  # the last training PID seen running
         self._owed: dict[tuple[int, float], Owed] = {}
         self._started = time.time()
+        self._end_said = False
 
     def start(self) -> None:
         """The first look, before the first interval: a command running now and gone by the
@@ -203,6 +204,18 @@ class ProcsCollector(BaseCollector):
         """How the training command ended, where the image records it (None: running, or
         not known)."""
         return command_end(self.pid_file) if self.pid_file is not None else None
+
+    def _new_end(self) -> CommandEnd | None:
+        """The command's end, once, when it came after this monitor started (an exit file
+        from before it is an earlier start's, whose PID file the new command has yet to
+        replace)."""
+        if self._end_said or self.pid_file is None:
+            return None
+        end = self.ended()
+        return end if end is not None and (end.at or 0) >= self._started else None
+
+    def unsaid(self) -> bool:
+        return self._new_end() is not None
 
     def _written_since_start(self) -> bool:
         """A PID file written while this monitor ran names a command that ran in that time."""
@@ -228,6 +241,9 @@ class ProcsCollector(BaseCollector):
         return None
 
     def fill(self, record: IntervalRecord) -> None:
+        if (end := self._new_end()) is not None:
+            record.command_end = end
+            self._end_said = True
         root = self._root() if self.pid_file is not None else None
         loops = self._publishers(self.state_dir)
         roots = tuple(sorted(loops | ({root} if root is not None else set())))

@@ -65,6 +65,8 @@ class Summary:
     warnings: dict[str, int] = field(default_factory=dict)
     gpus_seen: int = 0  # every GPU NVML listed, the training's and the unused
     start_words: str | None = None  # a long start and its cause (StartTally.words)
+    exit_code: int | None = None  # the training command's exit status (None: not recorded)
+    ran_s: float | None = None  # how long the training command ran, where recorded
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -96,6 +98,7 @@ def summarise(records: Sequence[IntervalRecord], name: str = "") -> Summary:
     for r in records:
         for text in r.verdict.warnings if r.verdict is not None else []:
             warnings[text] += 1
+    end = next((r.command_end for r in reversed(records) if r.command_end is not None), None)
     return Summary(
         name=name,
         start=min(r.ts - r.elapsed_s for r in records),
@@ -120,4 +123,6 @@ def summarise(records: Sequence[IntervalRecord], name: str = "") -> Summary:
         gpus=max((len(training_gpus(r.gpus)) for r in records), default=0),
         warnings=dict(warnings),
         gpus_seen=max((len(r.gpus) for r in records if r.gpus), default=0),
+        exit_code=end.code if end is not None else None,
+        ran_s=end.ran_s if end is not None else None,
     )

@@ -34,10 +34,26 @@ def _throughput(s: Summary) -> str:
     return f"{s.batches_s:,.2f} batches/s{samples} (the training loop ran {_duration(s.loop_s)})"
 
 
+def ending(s: Summary) -> str | None:
+    """How the training command ended, first thing after the run's line: a failed run's
+    figures are of the time it ran, and its fault, not its input, ended it."""
+    if s.exit_code is None:
+        return None
+    after = f" after {_duration(s.ran_s)}" if s.ran_s is not None else ""
+    if s.exit_code == 0:
+        return f"the training command ended well (exit status 0{after})"
+    signal = f", killed by signal {s.exit_code - 128}" if 128 < s.exit_code < 160 else ""
+    return (
+        f"the training command FAILED: exit status {s.exit_code}{signal}{after}; its own "
+        "output (train.log) says why; the figures below are of the time it ran"
+    )
+
+
 def render(s: Summary) -> str:
     out = [
         f"run: {s.name}  {_clock(s.start)} -> {_clock(s.end)} UTC "
         f"({_duration(s.duration_s)}, {counted(s.intervals, 'interval')})",
+        *([line] if (line := ending(s)) else []),
         "time share of each verdict:",
         *(f"  {share * 100:5.1f}%  {verdict}" for verdict, share in s.verdict_shares.items()),
     ]
@@ -113,6 +129,7 @@ def render_comparison(a: Summary, b: Summary) -> str:
     rows = [
         ("", f"A: {a.name}", f"B: {b.name}", "B vs A"),
         row("duration", "duration_s", _duration, none),
+        row("exit status", "exit_code", lambda v: "-" if v is None else str(v), none),
         row("batches/s", "batches_s", lambda v: _num(v, digits=2), _ratio),
         row("samples/s", "samples_s", _num, _ratio),
         row("data-wait share", "wait_share", _pct, _points),
