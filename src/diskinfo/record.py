@@ -296,6 +296,9 @@ class Verdict:
     evidence: list[str] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
     fix_ids: list[str] = field(default_factory=list)  # each fix's analyse.fix_ids.FixId
+    # the num_workers the first num_workers fix among `fixes` names (None: none names one), so
+    # a run's summary can tell the fix was applied without reading its words
+    workers_target: int | None = None
     severity: str = ""  # input-bound severity, XProf split: "high" >= 20%, "moderate" >= 5%, "none"
     input_share: float | None = None  # data-wait share of step time, 0..1, where measured
     warnings: list[str] = field(default_factory=list)  # sustained conditions (disk await, ...)

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -170,6 +171,26 @@ def test_a_workers_fix_the_run_then_applied_is_not_the_top_fix() -> None:
     assert summarise([cpu_bound(5 * i, 0) for i in range(4)] + [step_bound(20, 0)]).top_fix == (
         DEMO_FIX
     )
+
+
+def test_an_applied_workers_fix_is_known_by_the_target_it_carries_not_its_words() -> None:
+    """The verdict carries the num_workers its fix names: a fix worded any other way (no
+    "num_workers W -> N" to read) is still known applied when the last loader has N."""
+    from diskinfo.analyse.fix_ids import FixId
+
+    reworded = "give the DataLoader two worker processes: loading and the step take turns"
+    demo = [cpu_bound(5 * i, 0, reworded) for i in range(4)] + [step_bound(25, 2)]
+    for rec in demo[:4]:
+        rec.verdict = Verdict(  # type: ignore[union-attr]
+            rec.verdict.verdict,  # type: ignore[union-attr]
+            fixes=[reworded],
+            fix_ids=[FixId.WORKERS],
+            workers_target=2,
+        )
+    assert summarise(demo).top_fix == STEP_FIX
+    for rec in demo[:4]:
+        rec.verdict.workers_target = 4  # type: ignore[union-attr]  (not reached by 2)
+    assert summarise(demo).top_fix == reworded
 
 
 def test_a_validation_loader_ending_the_run_does_not_apply_a_workers_fix() -> None:
@@ -366,7 +387,10 @@ def test_a_run_the_jsonl_rotated_through_is_reported_whole(
     last = after_run(t0=1_800_100_000.0)
     for rec in last:
         rec.started = 1_800_099_990.0
-    sink = JsonlSink(str(tmp_path), max_bytes=44_000, backups=5)  # the monitor's own rotation
+    # the monitor's own rotation, at about 23 records a file whatever fields a record gains:
+    # the current file holds the long run's end and the last run
+    line = len(orjson.dumps(long[0].to_dict())) + 1
+    sink = JsonlSink(str(tmp_path), max_bytes=int(line * 23.5), backups=5)
     for rec in early + long + last:
         sink.write(rec)
     sink.close()

@@ -19,6 +19,7 @@ from diskinfo.record import (
     GpuFigures,
     LoaderFigures,
     ProcessIO,
+    Verdict,
     VerdictName,
 )
 from tests.helpers.records import disk, host, loader
@@ -39,6 +40,7 @@ def test_small_file_random_reads():
     assert "data-wait 60% of step time" in v.evidence[0]
     assert any(f.startswith("num_workers 0 -> 2: ") for f in v.fixes)
     assert any("diskinfo pack" in f for f in v.fixes)
+    assert v.workers_target == 2  # the N its words name, carried for the run's summary
 
 
 def test_disk_at_its_measured_bandwidth():
@@ -149,13 +151,15 @@ def test_a_step_that_fills_the_cores_gets_no_promise_of_more_workers():
     so instead of promising a gain; with the step at 1 core of 2 it still proposes workers."""
     two = replace(host(busy=75), cpu_count=2)
 
-    def fixes(main_pct: float) -> list[str]:
+    def judged(main_pct: float) -> Verdict:
         main = [ProcessIO(pid=2, name="python", role="main", cpu_percent=main_pct)]
-        return decide(rec(loader=loader(0.5), cpu=two, procs=main), BASE).fixes
+        return decide(rec(loader=loader(0.5), cpu=two, procs=main), BASE)
 
-    assert "more workers will not help: the step uses 2.0 of 2 cores" in fixes(150)
-    assert not any(f.startswith("num_workers") for f in fixes(150))
-    assert any(f.startswith("num_workers 0 -> 2") for f in fixes(100))
+    assert "more workers will not help: the step uses 2.0 of 2 cores" in judged(150).fixes
+    assert not any(f.startswith("num_workers") for f in judged(150).fixes)
+    assert judged(150).workers_target is None  # no num_workers to reach
+    assert any(f.startswith("num_workers 0 -> 2") for f in judged(100).fixes)
+    assert judged(100).workers_target == 2
 
 
 def test_ddp_ranks_share_the_cores_the_workers_fix_counts():

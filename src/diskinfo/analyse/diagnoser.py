@@ -191,8 +191,7 @@ class Diagnoser:
         else:
             changed = self._hysteresis.push(cause, elapsed)
             held = self._latest[self._hysteresis.held or cause]  # type: ignore[index]
-        fixes, fix_ids = self._held_advice(held, changed, elapsed)
-        held = held.but(fixes=fixes, fix_ids=fix_ids)
+        held = self._held_advice(held, changed, elapsed)
         verdict = held.but(
             evidence=own.evidence,  # the figures are always this interval's
             severity=own.severity,
@@ -229,18 +228,21 @@ class Diagnoser:
         self._warnings(record, baselines, verdict)
         return verdict
 
-    def _held_advice(
-        self, held: Verdict, changed: bool, elapsed: float
-    ) -> tuple[list[str], list[str]]:
-        """The held verdict's fixes, held like the verdict: a fix of another kind (\"num_workers
-        0 -> 2\" for \"more workers will not help\") replaces the held one only as a verdict
-        would; the figures in the words are the latest of the held kind."""
+    def _held_advice(self, held: Verdict, changed: bool, elapsed: float) -> Verdict:
+        """The held verdict with its fixes held like the verdict: a fix of another kind
+        (\"num_workers 0 -> 2\" for \"more workers will not help\") replaces the held one only
+        as a verdict would; the figures in the words are the latest of the held kind."""
         if changed or self._advice is None:
             self._advice, self._advised = Hysteresis(self._hysteresis.hold), {}
         kinds = advice_kind(held.fixes)
-        self._advised[kinds] = (held.fixes, held.fix_ids)
+        self._advised[kinds] = held
         self._advice.push(kinds, elapsed)
-        return self._advised.get(self._advice.held, (held.fixes, held.fix_ids))  # type: ignore[arg-type]
+        advised = self._advised.get(self._advice.held, held)  # type: ignore[arg-type]
+        return held.but(
+            fixes=advised.fixes,
+            fix_ids=advised.fix_ids,
+            workers_target=advised.workers_target,
+        )
 
     def _loop_start(self, record: IntervalRecord, own: Verdict) -> Verdict:
         """`unknown (starting)` for the loop's first interval when the loop ran for less than
@@ -264,6 +266,8 @@ class Diagnoser:
             summary=f"the training loop began during this interval (it ran {cover:.0%} of it): "
             "judged from the next one, as start-up reads are not the data's",
             fixes=[],
+            fix_ids=[],
+            workers_target=None,
             severity="",
             interval_verdict=VerdictName.UNKNOWN,
             interval_cause=Cause.STARTING,

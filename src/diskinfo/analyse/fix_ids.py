@@ -36,7 +36,9 @@ class FixId(str, Enum):
         return self.value
 
 
-# the fixes given outside the cause table, in words for the docs' id table
+# the fixes that name a num_workers to reach (the verdict's `workers_target`)
+WORKERS_FIXES = frozenset({FixId.WORKERS, FixId.WORKERS_SHORT_QUEUE})
+
 # the fixes no `Fix` in analyse/fixes.py declares, in docs/metrics.md's table of ids
 OTHERS = {
     FixId.SHM_SIZE: "a larger /dev/shm (`--shm-size`) where DataLoader workers died in a small one",

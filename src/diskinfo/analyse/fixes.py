@@ -66,10 +66,12 @@ def step_saturates(step: float, cores: float) -> str | None:
     return f"more workers will not help: the step uses {step:.1f} of {cores:g} cores"
 
 
-def workers_fix(s: Signals) -> str | None:
-    """num_workers W -> N, with the cores the loaders use and the cores the container has;
-    None when the loaders already have every core (more workers would only compete). Each
-    rank of a DDP run has its own workers: N is per rank, and all ranks' share the cores."""
+def _workers(s: Signals) -> tuple[int | None, int, int] | str | None:
+    """(W, N, ranks): the loop's num_workers now (None: not known), the num_workers to reach
+    and the training processes that each get N; or the words for a step that alone fills
+    the cores; None when the loaders already have every core or every core is busy (more
+    workers would only compete). Each rank of a DDP run has its own workers: N is per rank,
+    and all ranks' share the cores."""
     cores = whole(s.cpu_cores) if s.cpu_cores else 0
     ranks = s.ranks
     current = s.loader.num_workers if s.loader is not None else None
@@ -87,6 +89,24 @@ def workers_fix(s: Signals) -> str | None:
     step = step_cores(s)
     if step is not None and (full := step_saturates(step, cores)) is not None:
         return full  # workers would take their CPU from the step: no gain to promise
+    return current, suggest, ranks
+
+
+def workers_target(s: Signals) -> int | None:
+    """N of the num_workers fix this interval's figures give, None when they give none: the
+    verdict carries it, so a run's summary can tell the fix applied without reading the
+    words back."""
+    plan = _workers(s)
+    return plan[1] if isinstance(plan, tuple) else None
+
+
+def workers_fix(s: Signals) -> str | None:
+    """num_workers W -> N, with the cores the loaders use and the cores the container has."""
+    plan = _workers(s)
+    if not isinstance(plan, tuple):
+        return plan
+    current, suggest, ranks = plan
+    cores = whole(s.cpu_cores) if s.cpu_cores else 0
     busy = f"{s.loading_cores:.1f} of {cores or '?'} cores"
     if any(p.role == "worker" for p in s.procs):
         load = f"{busy} are busy loading"
@@ -100,9 +120,9 @@ def workers_fix(s: Signals) -> str | None:
 _WORKERS_TARGET = re.compile(r"num_workers (?:\d+|\?) -> (\d+)")
 
 
-def workers_target(fix: str) -> int | None:
-    """N of a `workers_fix` ("num_workers W -> N: ..."), read where it is written; None for
-    any other fix."""
+def workers_target_in_words(fix: str) -> int | None:
+    """N of a num_workers fix read from its words: only for records written before verdicts
+    carried `workers_target`."""
     found = _WORKERS_TARGET.match(fix)
     return int(found.group(1)) if found else None
 

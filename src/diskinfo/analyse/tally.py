@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from diskinfo.analyse.fix_ids import FixId
-from diskinfo.analyse.fixes import cap_words, longer_fix, workers_target, wrap_fix
+from diskinfo.analyse.fix_ids import WORKERS_FIXES
+from diskinfo.analyse.fixes import cap_words, longer_fix, workers_target_in_words, wrap_fix
 from diskinfo.analyse.signals import read_caps
 from diskinfo.analyse.start import StartState, start_state
 from diskinfo.record import NO_VERDICT, IntervalRecord, Verdict, VerdictName
-
-# the fixes that name a num_workers to reach: the run's last DataLoader may have applied them
-_WORKERS_FIXES = (FixId.WORKERS, FixId.WORKERS_SHORT_QUEUE)
 
 # a measured run of at most this many intervals, none judged (unknown, then idle once the
 # command ended), ended before it could be judged: the loop's first interval is start-up
@@ -68,6 +65,7 @@ class VerdictTally:
         self.seconds: dict[str, float] = defaultdict(float)
         self._fixes: dict[tuple[str, str], float] = defaultdict(float)
         self._words: dict[tuple[str, str], str] = {}  # each fix's latest words
+        self._targets: dict[tuple[str, str], int | None] = {}  # each fix's latest num_workers
         # the DataLoader num_workers each fix was advised under (where a stretch of it began:
         # a held verdict outlasts the change that ends it by an interval or two), and the
         # run's last; only a num_workers fix is ever found applied, so that is all it takes
@@ -98,6 +96,7 @@ class VerdictTally:
         if key is not None:
             self._fixes[key] += record.elapsed_s
             self._words[key] = v.fixes[0]  # type: ignore[union-attr]
+            self._targets[key] = _target(v, key)  # type: ignore[arg-type]
             if workers is not None and not self._placed:
                 self._workers[key].add(workers)
                 self._placed = True
@@ -143,8 +142,7 @@ class VerdictTally:
     def _outdated(self, key: tuple[str, str]) -> bool:
         """An input-bound num_workers fix the run's last DataLoader has applied: advised only
         at other num_workers, and the last has at least the workers it named."""
-        words = self._words[key]
-        target = workers_target(words) if key[1] in _WORKERS_FIXES or key[1] == words else None
+        target = self._targets.get(key)
         advised, last = self._workers.get(key), self._last_workers
         return (
             VerdictName.is_input_bound(key[0])
@@ -154,6 +152,16 @@ class VerdictTally:
             and last not in advised
             and last >= target
         )
+
+
+def _target(v: Verdict, key: tuple[str, str]) -> int | None:
+    """The num_workers the verdict's first fix names, which the verdict carries; read from the
+    words only in records written before it did."""
+    if v.fix_ids and key[1] not in WORKERS_FIXES:
+        return None
+    if v.workers_target is not None:
+        return v.workers_target
+    return workers_target_in_words(v.fixes[0])
 
 
 def _first_id(v: Verdict) -> str:

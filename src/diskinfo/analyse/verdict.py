@@ -17,8 +17,8 @@ from diskinfo.analyse.baseline import DeviceBaseline
 from diskinfo.analyse.binding import also, binding, busy_elsewhere, ordered_fixes, own_share
 from diskinfo.analyse.contention import contention
 from diskinfo.analyse.evidence import capped_line, evidence
-from diskinfo.analyse.fix_ids import FixId
-from diskinfo.analyse.fixes import SHM_FIX
+from diskinfo.analyse.fix_ids import WORKERS_FIXES, FixId
+from diskinfo.analyse.fixes import SHM_FIX, workers_target
 from diskinfo.analyse.signals import Signals, signals
 from diskinfo.analyse.start import start_words
 from diskinfo.analyse.steady import SteadyShare, share_words
@@ -351,6 +351,7 @@ def decide(
         evidence=ev,
         fixes=fixes,
         fix_ids=fix_ids,
+        workers_target=workers_target(s) if WORKERS_FIXES & set(fix_ids) else None,
         severity=s.severity,
         input_share=s.share,
         cause=cause,
