@@ -35,7 +35,7 @@ import sys
 import time
 
 from diskinfo.errors import UserError
-from diskinfo.sinks.rotating import rotate  # the monitor's rotation: one scheme for every log
+from diskinfo.rotating_file import rotate  # the monitor's rotation: one scheme for every log
 from diskinfo.units import parse_size
 
 # every log's rotation unless told otherwise (run-train.sh passes TRAIN_LOG_MAX_BYTES and

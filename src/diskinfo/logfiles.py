@@ -15,7 +15,7 @@ TEXT_LOG = "diskinfo.log"  # sinks/textlog.py
 JSONL = "diskinfo.jsonl"  # sinks/jsonl.py
 LOCK = "diskinfo.lock"  # logdir_lock.py: one monitor per folder
 BASELINE = "diskinfo-baseline.json"  # analyse/baseline.py, where LOG_DIR is set
-ROTATED = (TEXT_LOG, JSONL)  # kept as NAME.1, NAME.2, ... (sinks/rotating.py)
+ROTATED = (TEXT_LOG, JSONL)  # kept as NAME.1, NAME.2, ... (rotating_file.py)
 
 # every name above, with the rotated copies of ROTATED
 PATTERN = "|".join(

@@ -28,10 +28,8 @@ class Collector(Protocol):
 
     def stop(self) -> None: ...
 
-    def unsaid(self) -> bool:
-        """Whether it holds news no record has carried yet (how the training command ended):
-        the monitor then writes one last, shorter interval when it is stopped."""
-        ...
+    # Optional: `unsaid() -> bool`, whether it holds news no record has carried yet (how the
+    # training command ended); the monitor then writes one last, shorter interval at its stop.
 
 
 class Sink(Protocol):
@@ -92,7 +90,7 @@ class Monitor:
                 if self._wake.acquire(True, max(0.0, deadline - time.monotonic())):
                     # stop() released it: the time since the last interval is written too when
                     # a collector holds news, or a run's end would be in no record
-                    if any(c.unsaid() for c in self.collectors):
+                    if any(getattr(c, "unsaid", bool)() for c in self.collectors):
                         self._emit(time.monotonic() - last)
                     break
                 now = time.monotonic()

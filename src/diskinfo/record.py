@@ -18,20 +18,6 @@ SCHEMA = "diskinfo.interval/1"
 NO_VERDICT = "no verdict"  # intervals recorded without a verdict (analysis failed or off)
 
 
-def utf8_text(text: str) -> str:
-    """`text` as valid UTF-8, which JSON needs: the bytes of a name the kernel handed over
-    undecodable (psutil and os decode with surrogateescape: a program named `caf\\xe9-reader`
-    in Latin-1) become `\\xNN` escapes, so a record holding it is still written."""
-    try:
-        text.encode()
-        return text
-    except UnicodeEncodeError:
-        try:
-            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a lone surrogate that no byte stands for
-            return text.encode("utf-8", "backslashreplace").decode()
-
-
 @dataclass
 class DeviceFigures:
     """The `iostat -x` set for one block device over one interval (rates per second)."""
@@ -315,7 +301,9 @@ class Verdict:
 
     def but(self, **changes: Any) -> Verdict:
         """A copy with `changes`: dataclasses.replace without its walk over the fields (the
-        analyser makes one per interval)."""
+        analyser makes one per interval). New fixes drop the old ones' num_workers target."""
+        if "fixes" in changes:
+            changes.setdefault("workers_target", None)
         return Verdict(**{**self.__dict__, **changes})
 
 

@@ -1,7 +1,7 @@
 """The docs lead to the code: every file a doc, ARCHITECTURE.md or a module's text names exists,
 and every `diskinfo.x.y` module it names is one. A move that leaves a name behind fails here.
 
-A file is named by a path ending in a known extension (`sinks/rotating.py`, `docs/gpu.md`):
+A file is named by a path ending in a known extension (`rotating_file.py`, `docs/gpu.md`):
 it must be the end of a file in the repository (so `shards/format.py` finds
 src/diskinfo/shards/format.py). A module is named `diskinfo.a.b[.attr]`: some leading part
 of it must be a module or package under src/, and the next part, if any, a name in it.
@@ -96,8 +96,8 @@ def test_every_file_and_module_named_exists(page: Path) -> None:
 
 
 def test_a_moved_file_is_found() -> None:
-    assert named("see sinks/rotating.py and diskinfo.shards.format.Manifest")[0] == {
-        "sinks/rotating.py"
+    assert named("see rotating_file.py and diskinfo.shards.format.Manifest")[0] == {
+        "rotating_file.py"
     }
     assert not exists("sinks/logdir_lock.py") and exists("shards/format.py")
     assert module_exists("diskinfo.shards.format.Manifest")

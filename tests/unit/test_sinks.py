@@ -9,10 +9,10 @@ import os
 
 import pytest
 
+from diskinfo import rotating_file as rotating
 from diskinfo.record import DeviceFigures, IntervalRecord, NfsFigures, ProcessIO
-from diskinfo.sinks import rotating
+from diskinfo.rotating_file import RotatingFile
 from diskinfo.sinks.jsonl import JsonlSink, encode
-from diskinfo.sinks.rotating import RotatingFile
 from diskinfo.sinks.textlog import TextLogSink, device_line, evidence_lines
 from tests.helpers import ROOT, records
 

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from diskinfo.sinks import rotating
-from diskinfo.sinks.rotating import RotatingFile, rotate
+from diskinfo import rotating_file as rotating
+from diskinfo.rotating_file import RotatingFile, rotate
 from tests.helpers import ROOT
 
 

@@ -267,7 +267,6 @@ class Diagnoser:
             "judged from the next one, as start-up reads are not the data's",
             fixes=[],
             fix_ids=[],
-            workers_target=None,
             severity="",
             interval_verdict=VerdictName.UNKNOWN,
             interval_cause=Cause.STARTING,

@@ -383,7 +383,6 @@ def in_job(record: IntervalRecord, own: Verdict, peers: list[IntervalRecord] | N
                 f"{_shares(mine)}; the step here is the all-reduce waiting for it",
                 fixes=[f"on {s.node} (rank {s.rank}): {s.fix}"] if s.fix else [],
                 fix_ids=[FixId.STRAGGLER] if s.fix else [],
-                workers_target=None,
                 severity="none",
             )
         if job.kind == BALANCED and job.ranks_seen >= world:
@@ -394,7 +393,6 @@ def in_job(record: IntervalRecord, own: Verdict, peers: list[IntervalRecord] | N
         "for the others in collectives, so which rank holds the job back is the job's verdict",
         fixes=[JOB_VIEW.text(None)],  # type: ignore[arg-type]  (needs no signals)
         fix_ids=[JOB_VIEW.id],
-        workers_target=None,
     )
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from diskinfo.analyse.fix_ids import WORKERS_FIXES
-from diskinfo.analyse.fixes import cap_words, longer_fix, workers_target_in_words, wrap_fix
+from diskinfo.analyse.fixes import cap_words, longer_fix, wrap_fix
 from diskinfo.analyse.signals import read_caps
 from diskinfo.analyse.start import StartState, start_state
+from diskinfo.analyse.workers import workers_target_in_words
 from diskinfo.record import NO_VERDICT, IntervalRecord, Verdict, VerdictName
 
 # a measured run of at most this many intervals, none judged (unknown, then idle once the

@@ -18,10 +18,11 @@ from diskinfo.analyse.binding import also, binding, busy_elsewhere, ordered_fixe
 from diskinfo.analyse.contention import contention
 from diskinfo.analyse.evidence import capped_line, evidence
 from diskinfo.analyse.fix_ids import WORKERS_FIXES, FixId
-from diskinfo.analyse.fixes import SHM_FIX, workers_target
+from diskinfo.analyse.fixes import SHM_FIX
 from diskinfo.analyse.signals import Signals, signals
 from diskinfo.analyse.start import start_words
 from diskinfo.analyse.steady import SteadyShare, share_words
+from diskinfo.analyse.workers import workers_target
 from diskinfo.record import Cause, IntervalRecord, Verdict
 
 # --- causes: (cause, why); the cause names the verdict ---

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 
 from diskinfo import loader_state
-from diskinfo.record import utf8_text
 from diskinfo.sources.schedstat import run_wait_s
+from diskinfo.utf8 import utf8_text
 
 MAX_PROCESSES = 256
 TREE_RESCAN_S = 5.0  # a new worker set (each epoch without persistent_workers) shows within

@@ -5,7 +5,7 @@ the monitor builds each interval, and the stdlib encoder (with a Python hook per
 cost about 0.2 ms of a cold sample against orjson's 0.08 (benchmarks/results/overhead.md).
 NaN and infinities, which are not JSON, are written as null, as orjson always does.
 Text that is not UTF-8 (orjson refuses it, and with it the whole record) is cleaned where it
-is collected (`record.utf8_text`); should some source still hand it over, the record is
+is collected (`utf8.utf8_text`); should some source still hand it over, the record is
 written with that text escaped and the sink says so once, instead of losing every record.
 """
 
@@ -18,8 +18,9 @@ from typing import Any, TextIO
 import orjson
 
 from diskinfo import logfiles
-from diskinfo.record import IntervalRecord, utf8_text
-from diskinfo.sinks.rotating import RotatingFile
+from diskinfo.record import IntervalRecord
+from diskinfo.rotating_file import RotatingFile
+from diskinfo.utf8 import utf8_text
 
 FILENAME = logfiles.JSONL
 MAX_BYTES = 50 * 2**20  # where it rotates (to .1 ... .5): about 19 hours of records at 5 s

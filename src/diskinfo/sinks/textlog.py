@@ -30,8 +30,8 @@ from diskinfo.record import (
     NfsFigures,
     Verdict,
 )
+from diskinfo.rotating_file import RotatingFile
 from diskinfo.sinks.jsonl import FILENAME as JSONL
-from diskinfo.sinks.rotating import RotatingFile
 from diskinfo.thresholds import summary_interval_s
 
 if TYPE_CHECKING:  # a type only: the sink writes what the analysis accounted

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from diskinfo.analyse.fixes import step_saturates
+from diskinfo.analyse.workers import step_saturates
 from diskinfo.tune.runner import Result
 
 
