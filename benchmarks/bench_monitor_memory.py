@@ -3,8 +3,9 @@ default settings (interval 5 s) with metrics on (the default) and off (METRICS_P
 reference image and this tree's, side by side in the same run.
 
 Each round starts each image with `demo` as the training command and KEEP_ALIVE=1, waits for
-the demo's end (about a minute of training under the monitor), then reads the monitor's
-/proc/PID/status: VmHWM (its peak RSS) and VmRSS. The reference in the same container: a bare
+the demo's end (about a minute of training under the monitor; /metrics scraped every 2 s
+when on, as Prometheus would), then reads the monitor's /proc/PID/status: VmHWM (its peak
+RSS) and VmRSS. The reference in the same container: a bare
 `python3 -I -c pass` of the image's interpreter (VmHWM), the floor any Python monitor pays;
 the monitor is reported in MiB and as a multiple of it.
 
@@ -15,10 +16,12 @@ the monitor is reported in MiB and as a multiple of it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import platform
 import statistics
 import subprocess
 import time
+import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -66,6 +69,9 @@ def one(image: str, metrics: bool = True, timeout: float = 300) -> dict[str, flo
         while "training exited with status" not in logs(container):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{image}: the demo did not end in {timeout:.0f} s")
+            if metrics:  # scraped as Prometheus would: rendering /metrics counts too
+                with contextlib.suppress(OSError):
+                    urllib.request.urlopen(f"http://127.0.0.1:{ports[2]}/metrics", timeout=5).read()
             time.sleep(2)
         pid = subprocess.run(
             [DOCKER, "exec", container, "pgrep", "-f", "bin/diskinfo watch"],
