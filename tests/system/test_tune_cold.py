@@ -61,5 +61,5 @@ def test_a_cold_setting_never_counts_a_sample_twice(small_files: Path) -> None:
     name, make = load_object(FACTORY)
     work = call_factory(name, make)
     result = Runner(work, None, 64, 0.0, cold=True).measure(Setting(2, 2), 8.0)
-    assert result.runs >= 2, result
-    assert result.samples <= len(work.dataset) * result.runs, result
+    assert result.measurements >= 2, result
+    assert result.samples <= len(work.dataset) * result.measurements, result

@@ -30,8 +30,11 @@ def watch_for(log_dir: Path, seconds: float) -> tuple[int, str, str]:
     return p.returncode, out, err
 
 
+# mode=0755: root keeps a log folder only where root alone can write (tmpfs' default is 1777)
+
+
 def test_read_only_log_dir(tmp_path):
-    with mounted("tmpfs", str(tmp_path / "ro"), "-t", "tmpfs", "-o", "ro,size=1m") as ro:
+    with mounted("tmpfs", str(tmp_path / "ro"), "-t", "tmpfs", "-o", "ro,size=1m,mode=0755") as ro:
         rc, out, err = watch_for(Path(ro) / "logs", 2.0)
     assert rc == 0 and "Traceback" not in err
     assert out.count("[DiskIO] ") >= 5  # sampling went on
@@ -42,7 +45,9 @@ def test_read_only_log_dir(tmp_path):
 
 
 def test_full_log_dir_keeps_sampling_and_keeps_what_was_written(tmp_path):
-    with mounted("tmpfs", str(tmp_path / "full"), "-t", "tmpfs", "-o", "size=64k") as full:
+    with mounted(
+        "tmpfs", str(tmp_path / "full"), "-t", "tmpfs", "-o", "size=64k,mode=0755"
+    ) as full:
         (Path(full) / "filler").write_bytes(b"\0" * 40 * 1024)
         rc, out, err = watch_for(Path(full), 4.0)
         jsonl = (Path(full) / "diskinfo.jsonl").read_text()
