@@ -136,7 +136,8 @@ def main() -> int:
         after, before = med["after", metrics]["peak_mib"], med["before", metrics]["peak_mib"]
         lines.append(
             f"- metrics {metrics}: after / before, peak RSS {after / before:.2f}x "
-            f"({before - after:.1f} MiB less); target at most {TARGET_MIB:.0f} MiB: "
+            f"({abs(before - after):.1f} MiB {'less' if after <= before else 'more'}); "
+            f"target at most {TARGET_MIB:.0f} MiB: "
             f"{'met' if after <= TARGET_MIB else 'NOT met'} ({after:.1f} MiB)."
         )
     lines.append(
