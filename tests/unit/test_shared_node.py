@@ -206,8 +206,13 @@ def test_a_loader_with_new_settings_is_judged_at_once_not_held():
     for _ in range(5):
         before = diag(judged_record(cpu=host, loader=loop_figures(0.5), procs=[main]))
     assert before.verdict == VerdictName.INPUT_CPU and "num_workers=0" in before.summary
+    # the interval of the change holds both loops: said as a change, with no fix to try
+    change = diag(judged_record(cpu=host, loader=loop_figures(0.3, workers=2), procs=[main]))
+    assert change.verdict == VerdictName.UNKNOWN and not change.fixes, change
+    assert "settings changed during this interval (num_workers 0 -> 2)" in change.summary
     after = diag(judged_record(cpu=host, loader=loop_figures(0.01, workers=2), procs=[main]))
     assert not VerdictName.is_input_bound(after.verdict), after.summary
+    assert after.verdict != VerdictName.UNKNOWN, after.summary  # judged at once
     assert "num_workers=0" not in after.summary and after.input_share < 0.05
     # the same settings again are the same loop: held as before
     again = Diagnoser({}, hold=3)

@@ -114,14 +114,17 @@ class Diagnoser:
         self._loop_s = 0.0  # seconds the loop is known to run without figures (the wrap hint)
         self._accounts = Accounts()
         self._settings: tuple[object, ...] | None = None  # the loop's DataLoader settings
+        self._change = ""  # the latest change of those settings, in words
 
     def _new_loop(self, record: IntervalRecord) -> bool:
         """A change of the loader's settings (num_workers 0 -> 2, pin_memory, ...) is a new
         loop, not noise: the hold, the share window and the held advice start over, so the
         verdict speaks of the loop that runs now (a held "num_workers=0" said beside a loop
         with 2 workers would be wrong). The interval of the change holds the old loop's end
-        and the new one's start (its workers spawning): it is said as it is, held by nothing
-        and counted in no window, and the next interval's decision is taken at once."""
+        and the new one's start (its workers spawning): it is `unknown` (said, so the user
+        sees the change was seen), held by nothing, counted in no window and given no fix (a
+        fix from it was the [Run] line's first in the demo), and the next interval's decision
+        is taken at once."""
         loader = record.loader
         if loader is None or loader.num_workers is None:
             return False
@@ -136,6 +139,12 @@ class Diagnoser:
             self._hysteresis = Hysteresis(self._hysteresis.hold)
             self._share = ShareWindow(self._share.size, self._share.band)
             self._advice = None
+            names = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
+            self._change = ", ".join(
+                f"{name} {old} -> {new}"
+                for name, old, new in zip(names, self._settings or (), settings, strict=True)
+                if old != new
+            )
         self._settings = settings
         return changed
 
@@ -184,6 +193,16 @@ class Diagnoser:
         if record.loader is not None and (record.loader.world_size or 0) > 1:
             own = in_job(record, own, self._peers() if self._peers is not None else None)
         own = self._loop_start(record, own)
+        if new_loop:
+            own = own.but(
+                verdict=VerdictName.UNKNOWN,
+                cause=Cause.STARTING,
+                summary=f"the DataLoader's settings changed during this interval ({self._change}"
+                "): it holds the old loop's end and the new one's start, judged from the next one",
+                fixes=[],
+                fix_ids=[],
+                severity="",
+            )
         cause = own.cause if isinstance(own.cause, Cause) else Cause(own.cause)
         self._latest[cause] = own
         if new_loop:  # said as it is; the hold begins with the next interval
