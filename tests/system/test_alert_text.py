@@ -110,3 +110,20 @@ def test_the_wecom_template_defangs_whatever_arrives(status: str):
     assert len(text.splitlines()) <= 5, text
     assert "n1??http:??x.y?" in text and "vda??x??http:??e.vil???2J" in text
     assert "padding" in text and len(max(text.splitlines(), key=len)) < 450
+
+
+def test_the_wecom_message_says_a_fix_id_in_words():
+    if AMTOOL is None:
+        pytest.skip("amtool not installed (apt install prometheus-alertmanager)")
+    alert = {
+        "status": "firing",
+        "labels": {"alertname": "DiskinfoInputBound", "instance": "n1:9101"},
+        "annotations": {"summary": "s", "description": "d", "fix": "more-workers-short-queue"},
+        "startsAt": "2026-01-01T00:00:00Z", "endsAt": "0001-01-01T00:00:00Z",
+        "generatorURL": "", "fingerprint": "1",
+    }  # fmt: skip
+    text = render(alert)
+    assert (
+        "**First fix to try:** more workers when the queue is short (aqu-sz below 1) "
+        "(more-workers-short-queue)\n" in text
+    ), text

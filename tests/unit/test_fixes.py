@@ -7,6 +7,7 @@ from diskinfo.analyse import fixes
 from diskinfo.analyse.fix_ids import FixId
 from diskinfo.analyse.fixes import fix_ids_table
 from diskinfo.record import Cause, IntervalRecord, Verdict
+from tests.helpers import ROOT
 from tests.helpers.docs import generated
 
 
@@ -27,6 +28,15 @@ def test_every_fix_has_its_own_id_and_the_docs_list_them():
     assert generated("metrics.md", "fix ids") == fix_ids_table(), (
         "docs/metrics.md is out of date: replace its fix ids with the output of "
         "`python -m diskinfo.analyse.fixes ids`"
+    )
+
+
+def test_the_wecom_template_says_each_fix_id_in_the_docs_words():
+    text = (ROOT / "monitoring/alertmanager/wecom.tmpl").read_text()
+    begin, end = "{{/* fix words: begin */}}\n", "{{/* fix words: end */}}"
+    assert text.split(begin, 1)[1].split(end, 1)[0] == fixes.wecom_fix_words(), (
+        "monitoring/alertmanager/wecom.tmpl is out of date: replace its fix words with the "
+        "output of `python -m diskinfo.analyse.fixes wecom`"
     )
 
 

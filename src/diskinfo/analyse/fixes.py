@@ -8,6 +8,7 @@ measurement can settle (the best num_workers, prefetch_factor) points to `diskin
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -329,5 +330,25 @@ def fix_ids_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # python -m diskinfo.analyse.fixes [ids]: a table for the docs
-    print(fix_ids_table() if sys.argv[1:] == ["ids"] else markdown_table(), end="")
+# what monitoring/alertmanager/wecom.tmpl lets through of free text (its "diskinfo.text")
+_NOT_WECOM = re.compile(r"[^A-Za-z0-9 _.,:;=%/+()'>?$-]+")
+
+
+def wecom_fix_words() -> str:
+    """wecom.tmpl's `diskinfo.fix`: an alert's `fix` annotation, a fix id, in the words of
+    docs/metrics.md's table, kept to what the template lets through of free text; anything
+    else (no id, or a forged one) goes through that filter as it is."""
+    words = {f.id: f.doc for f in globals().values() if isinstance(f, Fix)} | OTHERS
+    out = ['{{ define "diskinfo.fix" }}']
+    for i, fix in enumerate(FixId):
+        text = words[fix].replace("<", "below").replace('"', "")
+        text = " ".join(_NOT_WECOM.sub("", text).split())
+        out.append(f'{{{{- {"if" if i == 0 else "else if"} eq . "{fix}" }}}}{text} ({fix})')
+    out.append('{{- else }}{{ template "diskinfo.text" . }}{{ end }}{{ end }}')
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # python -m diskinfo.analyse.fixes [ids|wecom]: docs, the template
+    which = sys.argv[1:]
+    table = fix_ids_table if which == ["ids"] else markdown_table
+    print(wecom_fix_words() if which == ["wecom"] else table(), end="")
