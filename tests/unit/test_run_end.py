@@ -42,7 +42,7 @@ def test_a_failed_command_is_said_instead_of_a_fix(tmp_path):
     to try: wrap the DataLoader ...": its own failure, not its input, ended the run."""
     line = _run_line(tmp_path, CommandEnd(code=1, ran_s=5.2))
     assert line.startswith("[Run] 70 s watched: unknown 100% | the training command failed: ")
-    assert f"exit status 1 after 5 s (its output: {tmp_path}/train.log, docker logs)" in line
+    assert f"exit status 1 after 5 s (its output: above, and in {tmp_path}/train.log)" in line
     assert "first fix" not in line and f"diskinfo report {tmp_path}/diskinfo.jsonl" in line
     # a clean end, or none known, keeps the fix
     assert "first fix to try: wrap the DataLoader" in _run_line(tmp_path, CommandEnd(0, 70.0))

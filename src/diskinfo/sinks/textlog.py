@@ -229,8 +229,10 @@ class VerdictLog:
             after = f" after {_minutes(end.ran_s)}" if end.ran_s is not None else ""
             logs = os.path.join(os.path.dirname(jsonl), logfiles.TRAIN_LOG)
             fix = (
+                # "above": the command's output comes before this line in docker logs and in
+                # `diskinfo run`'s terminal (a Slurm job's output) alike
                 f" | the training command failed: exit status {end.code}{after} (its output: "
-                f"{logs}, docker logs)"
+                f"above, and in {logs})"
             )
         return (
             f"[Run] {_minutes(total_s)} watched: {held}{more}{start}{fix} | a report with a "
