@@ -241,12 +241,18 @@ def test_two_runs_into_one_logs_folder_are_two_runs_to_report(container, tmp_pat
     assert "A: run 1" in out and "B: run 2" in out, out
 
 
-def test_a_failed_command_ends_on_its_failure_not_on_a_fix(container):
+def test_a_failed_command_ends_on_its_failure_not_on_a_fix(container, tmp_path: Path):
     """A training command that died in `pip install` (exit 1 after 5 s) ended docker logs on
-    "first fix to try: wrap the DataLoader ...": the [Run] line now says the command failed."""
+    "first fix to try: wrap the DataLoader ...": the [Run] line now says the command failed,
+    and so does the report of its JSONL. While `bash -c "pip ... && ..."` runs, the verdict
+    knows a training command runs (it once said "no training command")."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    mount = {str(folder): {"bind": "/workspace/logs"}}
     running = container(
-        "bash", "-c", "sleep 6; echo 'ERROR: No matching distribution'; exit 1",
-        env={"DISKINFO_INTERVAL": "2"},
+        "bash", "-c", "pip --version >/dev/null && sleep 6; echo 'ERROR: No matching "
+        "distribution'; exit 1",
+        env={"DISKINFO_INTERVAL": "2"}, volumes=mount,
     )  # fmt: skip
     assert running.wait(timeout=120) == 1, running.logs()[-2000:]
     logs = running.logs()
@@ -254,3 +260,14 @@ def test_a_failed_command_ends_on_its_failure_not_on_a_fix(container):
     assert len(run) == 1, logs[-3000:]
     assert "| the training command failed: exit status 1 after " in run[0], run[0]
     assert "first fix to try" not in run[0], run[0]
+    said = [line.split("[Verdict] ", 1)[1] for line in logs.splitlines() if "[Verdict] " in line]
+    assert said and said[-1].startswith("idle: the training command ended: exit status 1"), said
+    assert not any("no training command" in line for line in said), said
+    report = container(
+        "report", "/workspace/logs/diskinfo.jsonl", "--no-png", volumes=mount,
+        entrypoint="diskinfo",
+    )  # fmt: skip
+    assert report.wait(timeout=90) == 0, report.logs()[-2000:]
+    assert "the training command FAILED: exit status 1 after 0m 0" in report.logs(), report.logs()[
+        -2000:
+    ]

@@ -165,3 +165,12 @@ def test_a_clean_end_and_a_kill_are_said_as_such():
     assert said(0) == "the training command ended well (exit status 0 after 1m 05s)"
     assert said(137).startswith("the training command FAILED: exit status 137, killed by signal 9")
     assert ending(summarise([IntervalRecord(ts=100.0, elapsed_s=5.0)])) is None
+
+
+def test_the_interval_after_the_end_says_how_it_ended_not_that_none_runs():
+    """The monitor's last record after a failed command was judged `idle: no training command
+    runs` and said so right after the failure; the record knows how it ended."""
+    record = IntervalRecord(ts=100.0, elapsed_s=2.0, command_end=CommandEnd(1, 6.0))
+    verdict = Diagnoser({}, hold=1)(record)
+    assert verdict.summary == "the training command ended: exit status 1", verdict
+    assert "no training command" in Diagnoser({}, hold=1)(IntervalRecord(ts=1, elapsed_s=2)).summary

@@ -252,6 +252,8 @@ def _not_input_bound(
         )
     quiet_cpu = s.cpu_busy is None or s.cpu_busy < t.CPU_QUIET_PCT
     if s.disk_quiet and quiet_cpu:
+        if (end := record.command_end) is not None:  # its last interval: how it ended
+            return Cause.NO_TRAINING, f"the training command ended: exit status {end.code}"
         return Cause.NO_TRAINING, "no training command runs: no loop figures, disk and CPU quiet"
     what = "this container's" if s.cpu_scope == "container" else "the"
     return (
