@@ -88,6 +88,21 @@ def advice_kind(fixes: list[str]) -> tuple[str, ...]:
     return tuple(_FIGURES.sub("#", f.split(":", 1)[0]) for f in fixes)
 
 
+def starting(own: Verdict, summary: str) -> Verdict:
+    """`unknown (starting)` for an interval that holds a start, not the loop's steady state:
+    said with what started, given no fix."""
+    return own.but(
+        verdict=VerdictName.UNKNOWN,
+        cause=Cause.STARTING,
+        summary=summary,
+        fixes=[],
+        fix_ids=[],
+        severity="",
+        interval_verdict=VerdictName.UNKNOWN,
+        interval_cause=Cause.STARTING,
+    )
+
+
 class Diagnoser:
     def __init__(
         self,
@@ -194,14 +209,10 @@ class Diagnoser:
             own = in_job(record, own, self._peers() if self._peers is not None else None)
         own = self._loop_start(record, own)
         if new_loop:
-            own = own.but(
-                verdict=VerdictName.UNKNOWN,
-                cause=Cause.STARTING,
-                summary=f"the DataLoader's settings changed during this interval ({self._change}"
-                "): it holds the old loop's end and the new one's start, judged from the next one",
-                fixes=[],
-                fix_ids=[],
-                severity="",
+            own = starting(
+                own,
+                f"the DataLoader's settings changed during this interval ({self._change}): it "
+                "holds the old loop's end and the new one's start, judged from the next one",
             )
         cause = own.cause if isinstance(own.cause, Cause) else Cause(own.cause)
         self._latest[cause] = own
@@ -279,16 +290,10 @@ class Diagnoser:
         cover = ran / record.elapsed_s if record.elapsed_s > 0 else 1.0
         if cover >= t.LOOP_START_COVER:
             return own
-        return own.but(
-            verdict=VerdictName.UNKNOWN,
-            cause=Cause.STARTING,
-            summary=f"the training loop began during this interval (it ran {cover:.0%} of it): "
+        return starting(
+            own,
+            f"the training loop began during this interval (it ran {cover:.0%} of it): "
             "judged from the next one, as start-up reads are not the data's",
-            fixes=[],
-            fix_ids=[],
-            severity="",
-            interval_verdict=VerdictName.UNKNOWN,
-            interval_cause=Cause.STARTING,
         )
 
     def _warnings(
