@@ -31,6 +31,8 @@ NOT_OURS = re.compile(
 )
 # the log folder's files (logfiles), named like modules
 FILES = {f"diskinfo.{ext}" for ext in ("jsonl", "log", "lock", "sif")}  # and the HPC image
+# and monitoring/alertmanager/wecom.tmpl's templates, named like modules
+FILES |= {f"diskinfo.{name}" for name in ("id", "text", "fix")}
 
 
 @cache

@@ -172,7 +172,8 @@ def test_unused_gpus_are_shown_as_unused_and_left_out_of_means():
     doc = status_document(node, now=node.ts)
     assert doc["gpu_util_mean"] == pytest.approx(96) and doc["gpus_unused"] == list(range(1, 8))
     families = {f.name: f for f in RecordCollector(lambda: (node, _Totals())).collect()}
-    training = {s.labels["gpu"]: s.value for s in families["diskinfo_gpu_training"].samples}
+    fam = families["diskinfo_gpu_training"]
+    training = {dict(zip(fam.labels, values, strict=True))["gpu"]: v for values, v in fam.samples}
     assert training == {"0": 1.0, **{str(i): 0.0 for i in range(1, 8)}}
     text = render(summarise([node]))
     assert "96% mean utilisation over 1 GPU(s) of the training (7 more unused" in text

@@ -330,7 +330,7 @@ def fix_ids_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-# what monitoring/alertmanager/wecom.tmpl lets through of free text (its "diskinfo.text")
+# what monitoring/alertmanager/wecom.tmpl lets through of free text (its text template)
 _NOT_WECOM = re.compile(r"[^A-Za-z0-9 _.,:;=%/+()'>?$-]+")
 
 
