@@ -9,6 +9,7 @@ float spelling); tests/unit/test_prometheus_exposition.py renders both and compa
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -127,17 +128,11 @@ def process_families(proc: str = "/proc/self") -> list[Family]:
     return families
 
 
-_BOOT: list[float] = []
-
-
+@functools.cache
 def _boot_time() -> float:
     """The kernel's boot time (btime), read once: it does not change while we run."""
-    if not _BOOT:
-        try:
-            with open("/proc/stat", "rb") as stat:
-                _BOOT.append(
-                    float(next(line.split()[1] for line in stat if line.startswith(b"btime ")))
-                )
-        except (OSError, StopIteration, ValueError):
-            _BOOT.append(time.time() - time.monotonic())
-    return _BOOT[0]
+    try:
+        with open("/proc/stat", "rb") as stat:
+            return float(next(line.split()[1] for line in stat if line.startswith(b"btime ")))
+    except (OSError, StopIteration, ValueError):
+        return time.time() - time.monotonic()
