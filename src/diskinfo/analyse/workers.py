@@ -35,12 +35,12 @@ def step_saturates(step: float, cores: float) -> str | None:
     return f"more workers will not help: the step uses {step:.1f} of {cores:g} cores"
 
 
-def _workers(s: Signals) -> tuple[int | None, int, int] | str | None:
-    """(W, N, ranks): the loop's num_workers now (None: not known), the num_workers to reach
-    and the training processes that each get N; or the words for a step that alone fills
-    the cores; None when the loaders already have every core or every core is busy (more
-    workers would only compete). Each rank of a DDP run has its own workers: N is per rank,
-    and all ranks' share the cores."""
+def _workers(s: Signals) -> tuple[int | None, int, int, int] | str | None:
+    """(W, N, ranks, cores): the loop's num_workers now (None: not known), the num_workers to
+    reach, the training processes that each get N and the container's cores; or the words
+    for a step that alone fills the cores; None when the loaders already have every core or
+    every core is busy (more workers would only compete). Each rank of a DDP run has its own
+    workers: N is per rank, and all ranks' share the cores."""
     cores = whole(s.cpu_cores) if s.cpu_cores else 0
     ranks = s.ranks
     current = s.loader.num_workers if s.loader is not None else None
@@ -58,7 +58,7 @@ def _workers(s: Signals) -> tuple[int | None, int, int] | str | None:
     step = step_cores(s)
     if step is not None and (full := step_saturates(step, cores)) is not None:
         return full  # workers would take their CPU from the step: no gain to promise
-    return current, suggest, ranks
+    return current, suggest, ranks, cores
 
 
 def workers_target(s: Signals) -> int | None:
@@ -74,8 +74,7 @@ def workers_fix(s: Signals) -> str | None:
     plan = _workers(s)
     if not isinstance(plan, tuple):
         return plan
-    current, suggest, ranks = plan
-    cores = whole(s.cpu_cores) if s.cpu_cores else 0
+    current, suggest, ranks, cores = plan
     busy = f"{s.loading_cores:.1f} of {cores or '?'} cores"
     if any(p.role == "worker" for p in s.procs):
         load = f"{busy} are busy loading"
