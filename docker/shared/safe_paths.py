@@ -27,145 +27,15 @@ from collections.abc import Iterator
 
 from diskinfo import logfiles  # the image's venv: root's python3
 
+if __name__ == "__main__":  # `python3 -I` leaves the script's root-owned folder off sys.path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nofollow import DIR_FLAGS, Refused, kind, open_dir
+from system_dirs import mount_points, refuse_system_dir, under
+
 # The files the image writes in LOG_DIR (and their rotated copies): these, and only these, are
 # handed to NB_USER when the logs directory comes from a run with another uid.
 IMAGE_LOGS = r"(?:supervisord|sshd|jupyter|train|startup|diskinfo-monitor)\.log(?:\.\d+)?"
 PROJECT_LOG = re.compile(f"{IMAGE_LOGS}|{logfiles.PATTERN}")
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-MAX_HOPS = 40
-# The system's own trees (FHS): a folder in them is never handed to NB_USER, whatever its
-# state, nor one made inside them (LOG_DIR=/etc/sshd_config.d would give NB_USER a place
-# that a root program reads). /var/tmp is the one place under /var meant for anyone.
-SYSTEM_TREES = (
-    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
-    "/root", "/sbin", "/sys", "/usr", "/var",
-)  # fmt: skip
-OPEN_TREES = ("/var/tmp",)
-# folders everyone's things live in: only a folder of one's own below them
-SHARED = ("/", "/home", "/run", "/tmp", "/var/tmp", "/dev/shm")
-
-
-class Refused(Exception):
-    """A path root must not use; the message is one line for the user."""
-
-
-def _trusted(st: os.stat_result) -> bool:
-    """Made by root, and nobody else can change it (no group/other write)."""
-    return st.st_uid == 0 and not st.st_mode & 0o022
-
-
-def _safe_parent(st: os.stat_result) -> bool:
-    """A directory where only root can replace root's entries: trusted, or root's and sticky
-    (as /tmp, or a Kubernetes secret volume with its ..data links)."""
-    return _trusted(st) or (st.st_uid == 0 and bool(st.st_mode & stat.S_ISVTX))
-
-
-def _components(path: str) -> list[str]:
-    return [part for part in path.split("/") if part not in ("", ".")]
-
-
-def open_dir(path: str, create: bool = False) -> int:
-    """A descriptor of directory `path`, reached without following any link NB_USER could make.
-
-    Missing components are created (root-owned, 0755) when `create`. Raises Refused for a
-    component that is an untrusted symbolic link or not a directory.
-    """
-    if not path.startswith("/"):
-        raise Refused(f"{path} is not an absolute path")
-    fd = os.open("/", DIR_FLAGS)
-    parents = [fd]
-    todo, seen, hops = _components(path), "", 0
-    try:
-        while todo:
-            name = todo.pop(0)
-            if name == "..":
-                if len(parents) > 1:
-                    os.close(parents.pop())
-                seen = seen.rsplit("/", 1)[0]
-                continue
-            here = parents[-1]
-            try:
-                st = os.stat(name, dir_fd=here, follow_symlinks=False)
-            except FileNotFoundError:
-                if not create:
-                    raise Refused(f"{seen}/{name} does not exist") from None
-                os.mkdir(name, 0o755, dir_fd=here)
-                st = os.stat(name, dir_fd=here, follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
-                if not (st.st_uid == 0 and _safe_parent(os.fstat(here))):
-                    raise Refused(
-                        f"{seen}/{name} is a symbolic link in a directory others can write"
-                    )
-                hops += 1
-                if hops > MAX_HOPS:
-                    raise Refused(f"{path}: too many symbolic links")
-                target = os.readlink(name, dir_fd=here)
-                if target.startswith("/"):
-                    while len(parents) > 1:
-                        os.close(parents.pop())
-                    seen = ""
-                todo = _components(target) + todo
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                raise Refused(f"{seen}/{name} is not a directory")
-            parents.append(os.open(name, DIR_FLAGS, dir_fd=here))
-            seen = f"{seen}/{name}"
-        result = parents.pop()
-    finally:
-        for other in parents:
-            os.close(other)
-    return result
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISREG(mode):
-        return "a file"
-    return "a device"
-
-
-def _under(path: str, trees: tuple[str, ...]) -> bool:
-    return any(path == tree or path.startswith(tree + "/") for tree in trees)
-
-
-def _mount_points(mountinfo: str = "/proc/self/mountinfo") -> set[str]:
-    with open(mountinfo) as f:  # field 5: the mount point, octal-escaped
-        return {
-            line.split()[4].encode().decode("unicode_escape") for line in f if line.count(" ") > 4
-        }
-
-
-def refuse_system_dir(
-    real: str, st: os.stat_result | None, dir_fd: int | None, parent: os.stat_result | None = None
-) -> None:
-    """Refused unless `real` (links resolved) is a folder root may hand to NB_USER: never in
-    the system's own trees, never a folder everyone shares (/, /tmp, /run, /home, a sticky
-    one), and never an existing folder of root's with something in it unless it is a mount
-    point (the operator's choice) or sits in a folder of NB_USER's (`parent`: NB_USER could
-    replace it anyway). What that leaves: new folders, NB_USER's own, and empty or mounted ones
-    outside the system (/workspace/logs, /run/diskinfo, /scratch/logs, a volume)."""
-    if real in SHARED or (_under(real, SYSTEM_TREES) and not _under(real, OPEN_TREES)):
-        raise Refused(
-            f"{real} is a system directory: use a folder of its own, e.g. under /workspace"
-        )
-    if st is None or dir_fd is None:
-        return
-    if st.st_mode & stat.S_ISVTX:
-        raise Refused(f"{real} is a shared directory (sticky, as /tmp): use a folder of its own")
-    if st.st_uid != 0 or (parent is not None and parent.st_uid != 0) or real in _mount_points():
-        return
-    if os.listdir(dir_fd):
-        raise Refused(
-            f"{real} is a directory of root's with files in it, not a mount point: use a folder"
-            " of its own (it is handed to NB_USER)"
-        )
 
 
 def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
@@ -187,7 +57,7 @@ def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
         except FileNotFoundError:
             st = None
         if st is not None and not stat.S_ISDIR(st.st_mode):
-            what = _kind(st.st_mode)
+            what = kind(st.st_mode)
             if stat.S_ISLNK(st.st_mode):
                 what += f" to {os.readlink(name, dir_fd=parent)}"
             if stat.S_ISREG(st.st_mode):
@@ -220,7 +90,7 @@ def _give(dir_fd: int, name: str, uid: int, gid: int) -> str | None:
     if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
         if stat.S_ISDIR(st.st_mode):
             return f"left {name}: a directory where a log file belongs"
-        what = _kind(st.st_mode)
+        what = kind(st.st_mode)
         if stat.S_ISLNK(st.st_mode):
             what += f" to {os.readlink(name, dir_fd=dir_fd)}"
         elif st.st_nlink > 1:
@@ -326,7 +196,7 @@ def give_mount(path: str, uid: int, gid: int) -> list[str]:
     """A folder mounted at or under /workspace (CHOWN_EXTRA) and all in it to uid:gid, walked
     as chown_home walks a home; anything else (the image's, outside /workspace) is refused."""
     real = os.path.normpath(path)
-    if not (path.startswith("/") and _under(real, ("/workspace",)) and real in _mount_points()):
+    if not (path.startswith("/") and under(real, ("/workspace",)) and real in mount_points()):
         raise Refused(f"{path} is not a folder you mounted at or under /workspace")
     return chown_home(real, uid, gid)
 
@@ -354,7 +224,7 @@ def read_small(path: str, max_bytes: int = 65536, follow: bool = False) -> bytes
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise Refused(f"{path} is {_kind(st.st_mode)}, not a regular file")
+            raise Refused(f"{path} is {kind(st.st_mode)}, not a regular file")
         if not follow and st.st_nlink > 1:
             raise Refused(f"{path} has another hard link")
         data = os.read(fd, max_bytes + 1)
