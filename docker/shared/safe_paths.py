@@ -18,6 +18,8 @@ can write, such as /var/run).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import re
 import secrets
@@ -36,6 +38,62 @@ from system_dirs import mount_points, refuse_system_dir, under
 # handed to NB_USER when the logs directory comes from a run with another uid.
 IMAGE_LOGS = r"(?:supervisord|sshd|jupyter|train|startup|diskinfo-monitor)\.log(?:\.\d+)?"
 PROJECT_LOG = re.compile(f"{IMAGE_LOGS}|{logfiles.PATTERN}")
+# how often a directory swapped under root's hands is looked at again, and the errors that say
+# it was swapped (gone, there again, now a link, a FIFO or a file)
+RACE_TRIES = 100
+CHANGED = {errno.ENOENT, errno.EEXIST, errno.ELOOP, errno.ENOTDIR}
+
+
+def _open_last(parent: int, name: str, path: str, notes: list[str]) -> int:
+    """Descriptor of directory `name` in `parent`, made if missing, a link or file in its place
+    replaced. NB_USER may be swapping it from another container while this runs (the start after
+    `docker restart`): an entry that changes between the look and the open is looked at again,
+    up to RACE_TRIES times, and then refused; never followed."""
+    replaced: list[str] = []
+    for _ in range(RACE_TRIES):
+        try:
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        try:
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                what = kind(st.st_mode)
+                if stat.S_ISLNK(st.st_mode):
+                    what += f" to {os.readlink(name, dir_fd=parent)}"
+                if stat.S_ISREG(st.st_mode):
+                    _set_aside(parent, name)
+                else:
+                    os.unlink(name, dir_fd=parent)
+                replaced.append(what)
+                st = None
+            if st is None:
+                os.mkdir(name, 0o755, dir_fd=parent)
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+        except OSError as exc:
+            # gone, made by someone else, or swapped for a link, FIFO or file meanwhile
+            if exc.errno not in CHANGED:
+                raise
+            continue
+        if replaced:
+            again = (
+                f" ({len(replaced) - 1} more time(s) as it was prepared)" if replaced[1:] else ""
+            )
+            notes.append(
+                f"{path} was {replaced[0]}: replaced with a directory (it must be one){again}"
+            )
+        return fd
+    raise Refused(f"{path} kept changing while it was prepared: something else replaces it")
+
+
+def _set_aside(parent: int, name: str) -> None:
+    """A file where a directory belongs is kept (it may be the user's), under a new name."""
+    try:
+        os.rename(name, f"{name}.not-a-directory", src_dir_fd=parent, dst_dir_fd=parent)
+    except (IsADirectoryError, OSError) as exc:
+        if exc.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        unique = f"{name}.not-a-directory.{secrets.token_hex(4)}"
+        os.rename(name, unique, src_dir_fd=parent, dst_dir_fd=parent)
 
 
 def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
@@ -52,23 +110,7 @@ def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
         real = os.path.join(os.readlink(f"/proc/self/fd/{parent}"), name)
         refuse_system_dir(real, None, None)
         parent_st = os.fstat(parent)
-        try:
-            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
-        except FileNotFoundError:
-            st = None
-        if st is not None and not stat.S_ISDIR(st.st_mode):
-            what = kind(st.st_mode)
-            if stat.S_ISLNK(st.st_mode):
-                what += f" to {os.readlink(name, dir_fd=parent)}"
-            if stat.S_ISREG(st.st_mode):
-                os.rename(name, f"{name}.not-a-directory", src_dir_fd=parent, dst_dir_fd=parent)
-            else:
-                os.unlink(name, dir_fd=parent)
-            notes.append(f"{path} was {what}: replaced with a directory (it must be one)")
-            st = None
-        if st is None:
-            os.mkdir(name, 0o755, dir_fd=parent)
-        fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+        fd = _open_last(parent, name, path, notes)
     finally:
         os.close(parent)
     st = os.fstat(fd)
@@ -86,6 +128,15 @@ def _own_dir(path: str, uid: int, gid: int, notes: list[str]) -> int:
 
 def _give(dir_fd: int, name: str, uid: int, gid: int) -> str | None:
     """Hand one entry to uid:gid if it is a plain file; what was done, or None."""
+    try:
+        return _give_entry(dir_fd, name, uid, gid)
+    except OSError as exc:  # NB_USER may be at work from another container
+        if exc.errno not in CHANGED:
+            raise
+        return None if exc.errno == errno.ENOENT else f"left {name}: it changed while being checked"
+
+
+def _give_entry(dir_fd: int, name: str, uid: int, gid: int) -> str | None:
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
         if stat.S_ISDIR(st.st_mode):
@@ -113,33 +164,49 @@ def _give(dir_fd: int, name: str, uid: int, gid: int) -> str | None:
 def prepare_logs(path: str, uid: int, gid: int) -> list[str]:
     """LOG_DIR as a real directory of uid:gid whose project log files uid can write."""
     notes: list[str] = []
-    fd = _own_dir(path, uid, gid, notes)
-    try:
-        # a name nobody planted, so only the file made here is removed again (a fixed name
-        # that was a directory stopped every start)
-        probe = f".write-test-{secrets.token_hex(8)}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(RACE_TRIES):
+        fd = _own_dir(path, uid, gid, notes)
         try:
-            os.close(os.open(probe, flags, 0o600, dir_fd=fd))
-        except OSError as exc:
-            raise Refused(
-                f"{path} is not writable ({exc.strerror}); mount a writable directory there"
-            ) from None
+            if _writable(fd, path):
+                _give_logs(fd, path, uid, gid, notes)
+                return list(dict.fromkeys(notes))
+        finally:
+            os.close(fd)
+    raise Refused(f"{path} kept changing while it was prepared: something else replaces it")
+
+
+def _writable(fd: int, path: str) -> bool:
+    """Whether root can make a file in the directory: False when it was removed since it was
+    opened (NB_USER from another container), Refused when it cannot be written."""
+    # a name nobody planted, so only the file made here is removed again (a fixed name that
+    # was a directory stopped every start)
+    probe = f".write-test-{secrets.token_hex(8)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        os.close(os.open(probe, flags, 0o600, dir_fd=fd))
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise Refused(
+            f"{path} is not writable ({exc.strerror}); mount a writable directory there"
+        ) from None
+    with contextlib.suppress(FileNotFoundError):  # removed with its folder meanwhile
         os.unlink(probe, dir_fd=fd)
-        given = 0
-        for name in sorted(os.listdir(fd)):
-            if not PROJECT_LOG.fullmatch(name):
-                continue
-            note = _give(fd, name, uid, gid)
-            if note == "":
-                given += 1
-            elif note:
-                notes.append(f"{path}: {note}")
-        if given:
-            notes.append(f"{path}: {given} log file(s) of another uid are now uid {uid}'s")
-    finally:
-        os.close(fd)
-    return notes
+    return True
+
+
+def _give_logs(fd: int, path: str, uid: int, gid: int, notes: list[str]) -> None:
+    given = 0
+    for name in sorted(os.listdir(fd)):
+        if not PROJECT_LOG.fullmatch(name):
+            continue
+        note = _give(fd, name, uid, gid)
+        if note == "":
+            given += 1
+        elif note:
+            notes.append(f"{path}: {note}")
+    if given:
+        notes.append(f"{path}: {given} log file(s) of another uid are now uid {uid}'s")
 
 
 def prepare_dir(path: str, uid: int, gid: int) -> list[str]:
@@ -153,13 +220,22 @@ def _walk(top_fd: int) -> Iterator[tuple[int, str, os.stat_result]]:
     dev = os.fstat(top_fd).st_dev
     for _, dirs, files, dir_fd in os.fwalk(".", dir_fd=top_fd, follow_symlinks=False):
         for name in list(dirs):
-            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            if st.st_dev != dev:
+            st = _lstat(dir_fd, name)
+            if st is None or st.st_dev != dev:
                 dirs.remove(name)
                 continue
             yield dir_fd, name, st
         for name in files:
-            yield dir_fd, name, os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if (st := _lstat(dir_fd, name)) is not None:
+                yield dir_fd, name, st
+
+
+def _lstat(dir_fd: int, name: str) -> os.stat_result | None:
+    """None for an entry removed since it was listed (NB_USER may be at work meanwhile)."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
 
 
 def chown_home(path: str, uid: int, gid: int) -> list[str]:

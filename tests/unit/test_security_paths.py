@@ -7,7 +7,9 @@ import io
 import os
 import stat
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -254,3 +256,75 @@ def test_the_real_etc_is_refused_before_anything_changes():
         with pytest.raises(safe_paths.Refused, match="/etc is a system directory"):
             verb("/etc", UID, GID)
     assert os.stat("/etc").st_uid == before.st_uid and os.stat("/etc").st_gid == before.st_gid
+
+
+RACER = r"""
+i=0
+while :; do
+  for p in "$@"; do
+    i=$((i + 1))
+    # moved away whole (a folder root is writing in cannot be emptied and removed), then gone
+    mv -T "$p" "$p-$i"
+    case $((RANDOM % 4)) in
+      0) ln -s "$VICTIM" "$p" ;;
+      1) mkfifo "$p" ;;
+      2) mkdir -p "$p" && ln -s "$VICTIM" "$p/diskinfo.jsonl" ;;
+      *) ;;
+    esac
+    rm -rf "$p"-*
+  done 2>/dev/null
+done
+"""
+
+
+@NEEDS_ROOT
+def test_a_logs_folder_swapped_while_root_prepares_it_starts_or_is_refused():
+    """`docker restart` while jovyan swaps /workspace/logs from a second container: each
+    preparation ends with the folder ready or one refusal line, never an error that stops the
+    start and never a step through a link."""
+    # in /tmp itself: pytest's tmp_path is closed to other uids
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:
+        ws = Path(top)
+        ws.chmod(0o755)
+        (ws / "etc").mkdir()
+        victim = ws / "etc" / "shadow"
+        victim.write_text("root:secret\n")
+        victim.chmod(0o640)
+        os.chown(ws, UID, GID)  # as /workspace is NB_USER's
+        outcomes, notes = _race_log_preparation(ws / "logs", victim)
+        _unchanged(victim)
+    assert set(outcomes) <= {"ready", "something else replaces it"}, outcomes
+    assert outcomes.get("ready", 0) > sum(outcomes.values()) / 2, outcomes
+    assert any("removed" in n for n in notes), "the racer planted nothing root saw"
+
+
+def _race_log_preparation(logs: Path, victim: Path) -> tuple[dict[str, int], list[str]]:
+    # the folder every other turn: it is what root looks at and then opens
+    paths = [p for n in ("startup.log", "sshd.log", "diskinfo.jsonl") for p in (logs, logs / n)]
+    racer = subprocess.Popen(
+        ["bash", "-c", RACER, "racer", *map(str, paths)],
+        env={"VICTIM": str(victim)},
+        user=UID,
+        group=GID,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    outcomes: dict[str, int] = {}
+    notes: list[str] = []
+    try:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            try:
+                notes += safe_paths.prepare_logs(str(logs), UID, GID)
+                outcome = "ready"
+            except safe_paths.Refused as exc:
+                outcome = str(exc).split(": ", 1)[-1]
+            except OSError as exc:
+                outcome = f"OSError {exc.strerror}"
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        stopped = racer.poll()
+    finally:
+        racer.kill()
+        err = racer.communicate()[1]
+    assert stopped is None, f"the racer stopped ({stopped}): {err}"
+    return outcomes, notes
