@@ -15,8 +15,10 @@ JSON report and prints a table; exit status 1 when a pattern's verdict is not th
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -139,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--patterns", default=",".join(PATTERNS))
     parser.add_argument("--seconds", type=float, default=12.0, help="per pattern")
     args = parser.parse_args(argv)
-    os.environ[loader_state.STATE_DIR_ENV] = tempfile.mkdtemp(prefix="gpu-check-")
+    # the wrapper's state files for this run only, removed at exit: after the wrapper's own
+    # exit hook (registered later, so run first) has published its last figures there
+    state = tempfile.mkdtemp(prefix="gpu-check-")
+    atexit.register(shutil.rmtree, state, ignore_errors=True)
+    os.environ[loader_state.STATE_DIR_ENV] = state
     nvml, reason = Nvml.open()
     if nvml is None:
         print(f"gpu-patterns: no GPU figures: {reason}", file=sys.stderr)
