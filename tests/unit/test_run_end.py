@@ -23,14 +23,19 @@ from diskinfo.sinks.textlog import TextLogSink
 
 
 def _run_line(tmp_path: Path, end: CommandEnd | None) -> str:
-    """The [Run] line of 5 s of a command that ran without loop figures (the fix would be to
-    wrap the DataLoader), ended as `end` says."""
+    """The [Run] line of 70 s of a command that ran without loop figures (the fix would be to
+    wrap the DataLoader), ended as `end` says: in the record after it, as the monitor writes
+    one when it is stopped right after the command."""
     echo = io.StringIO()
-    sink = TextLogSink(str(tmp_path), echo=echo, console="verdicts", command_end=lambda: end)
+    sink = TextLogSink(str(tmp_path), echo=echo, console="verdicts")
     diag = Diagnoser({}, hold=1)
     for i in range(14):
         r = IntervalRecord(ts=1e9 + 5 * i, elapsed_s=5.0)
         r.procs = [ProcessIO(pid=7, name="python", role="main", cpu_percent=100)]
+        r.verdict = diag(r)
+        sink.write(r)
+    if end is not None:
+        r = IntervalRecord(ts=1e9 + 70.2, elapsed_s=0.2, command_end=end)
         r.verdict = diag(r)
         sink.write(r)
     sink.close()

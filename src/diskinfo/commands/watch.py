@@ -89,7 +89,6 @@ def build_monitor(args: argparse.Namespace, held: contextlib.ExitStack) -> Monit
             args.log_dir,
             echo=sys.stdout if to_stdout else None,
             console=args.console,
-            command_end=procs.ended,
         ),
         JsonlSink(args.log_dir),
         HeartbeatSink(args.interval),

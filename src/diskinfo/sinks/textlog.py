@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from diskinfo import logfiles
@@ -222,6 +221,9 @@ class VerdictLog:
             shares = [(NO_VERDICT, 1.0 if total_s else 0.0)] if self._unjudged else []
         if total_s <= 0 and end is None:
             return None
+        # a share under half a percent (the short interval a stopped monitor writes after the
+        # command's end) would read "idle 0%"
+        shares = [(v, share) for v, share in shares if share >= 0.005] or shares[:1]
         held = ", ".join(f"{v} {share * 100:.0f}%" for v, share in shares[:3]) or "no interval"
         more = f" (+{len(shares) - 3} more)" if len(shares) > 3 else ""
         fix = f" | first fix to try: {top[1]}" if top else ""
@@ -276,7 +278,6 @@ class TextLogSink:
         echo: TextIO | None = None,
         console: str = "full",
         summary_s: float | None = None,
-        command_end: Callable[[], CommandEnd | None] | None = None,
     ) -> None:
         if console not in CONSOLES:
             raise ValueError(f"console must be one of {', '.join(CONSOLES)}, got {console!r}")
@@ -286,7 +287,8 @@ class TextLogSink:
         self.echo = echo  # e.g. sys.stdout; None: file only
         self.console = console
         self.verdicts = VerdictLog(summary_s)
-        self._command_end = command_end  # how the training command ended, for the [Run] line
+        # how the training command ended, for the [Run] line: the record after its end says
+        self._command_end: CommandEnd | None = None
         self._warned: set[str] = set()
 
     def _console_lines(self, told: list[str], warnings: list[str]) -> list[str]:
@@ -303,6 +305,8 @@ class TextLogSink:
         return [f"{line} (details: {self._where})" for line in out]
 
     def write(self, record: IntervalRecord) -> None:
+        if record.command_end is not None:
+            self._command_end = record.command_end
         told = self.verdicts.lines(record)
         self._put(record.ts, lines(record) + told, told, record.warnings)
 
@@ -326,8 +330,8 @@ class TextLogSink:
             self.echo = None  # stdout closed: keep logging to the file
 
     def close(self) -> None:
-        end = self._command_end() if self._command_end is not None else None
-        line = self.verdicts.closing(os.path.join(os.path.dirname(self._where), JSONL), end)
+        jsonl = os.path.join(os.path.dirname(self._where), JSONL)
+        line = self.verdicts.closing(jsonl, self._command_end)
         if line is not None:
             self._put(time.time(), [line], [line], [])
         self.file.close()
