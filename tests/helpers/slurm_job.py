@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from diskinfo.analyse import job
@@ -270,6 +270,15 @@ class Score:
     # whole intervals of the job's after the one the lift lands in, to the balanced one
     back_intervals: int | None = None
     summary: str = ""  # the job verdict's words in the last steady interval
+    # for a failure's message: each steady interval's time (from the first) with the job's
+    # decided and held verdict, and the slow node's own verdicts from a little before
+    timeline: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        """The figures on one line, then the timeline a line an interval (a test prints it,
+        and pytest shows it with a failure)."""
+        figures = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)[:-1])
+        return "\n".join([f"Score({figures})", *self.timeline])
 
 
 def score(run: Run, expect: str, rank: int | None = None, cause: str = "") -> Score:
@@ -339,4 +348,24 @@ def score(run: Run, expect: str, rank: int | None = None, cause: str = "") -> Sc
         back_after_s=None if back is None or lifted is None else back - lifted,
         back_intervals=back_n,
         summary=steady[-1][2].summary if steady else "",
+        timeline=_timeline(run, steady, lo - CAUSE_LOOKBACK * INTERVAL_S, hi),
     )
+
+
+# the slow node's verdicts before the steady stretch that still vote for its rank's cause
+CAUSE_LOOKBACK = job.CAUSE_VOTES
+
+
+def _timeline(run: Run, steady: list, lo: float, hi: float) -> list[str]:
+    start = steady[0][0] if steady else 0.0
+
+    def words(v: job.JobVerdict) -> str:
+        return v.kind + (f" {v.straggler.rank} {v.cause}" if v.straggler else "")
+
+    job_lines = [f"{p[0] - start:+.1f} job {words(p[1])} / held {words(p[2])}" for p in steady]
+    node_lines = [
+        f"{r.ts - start:+.1f} {SLOW} {r.verdict.verdict} ({r.verdict.cause})"
+        for r in run.nodes[SLOW]
+        if r.verdict and lo <= r.ts <= hi
+    ]
+    return sorted(job_lines + node_lines, key=lambda line: float(line.split()[0]))
