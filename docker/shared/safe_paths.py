@@ -39,9 +39,10 @@ from system_dirs import mount_points, refuse_system_dir, under
 IMAGE_LOGS = r"(?:supervisord|sshd|jupyter|train|startup|diskinfo-monitor)\.log(?:\.\d+)?"
 PROJECT_LOG = re.compile(f"{IMAGE_LOGS}|{logfiles.PATTERN}")
 # how often a directory swapped under root's hands is looked at again, and the errors that say
-# it was swapped (gone, there again, now a link, a FIFO or a file)
+# it was swapped (gone, there again, now a link, a FIFO, a file or a folder: ELOOP from
+# O_NOFOLLOW, ENOTDIR from O_DIRECTORY, EINVAL from readlink, EISDIR from unlink)
 RACE_TRIES = 100
-CHANGED = {errno.ENOENT, errno.EEXIST, errno.ELOOP, errno.ENOTDIR}
+CHANGED = {errno.ENOENT, errno.EEXIST, errno.ELOOP, errno.ENOTDIR, errno.EINVAL, errno.EISDIR}
 
 
 def _open_last(parent: int, name: str, path: str, notes: list[str]) -> int:
