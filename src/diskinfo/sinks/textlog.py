@@ -159,9 +159,13 @@ class VerdictLog:
         # run still ends on a [Run] line saying where its report is
         self._unjudged = 0
         self._unjudged_s = 0.0
+        # how the training command ended: said by the record after its end
+        self._command_end: CommandEnd | None = None
 
     def lines(self, record: IntervalRecord) -> list[str]:
         """This record's [Verdict], [Summary], [Note] and [warning] lines."""
+        if record.command_end is not None:
+            self._command_end = record.command_end
         account = record.account
         if account is None:
             self._unjudged += 1
@@ -206,11 +210,12 @@ class VerdictLog:
         self.intervals = self.agreeing = 0
         self.wait_s = self.judged_s = 0.0
 
-    def closing(self, jsonl: str, end: CommandEnd | None = None) -> str | None:
+    def closing(self, jsonl: str) -> str | None:
         """The run in one line, for the end of `docker logs`: a run shorter than the summary
         interval otherwise ends on its first verdict, often `unknown` (the loop's start). A
         training command that failed is said instead of a fix: its fault, not its input,
         ended the run (a `pip install` that failed had it propose wrapping the DataLoader)."""
+        end = self._command_end
         run = self._latest.run if self._latest is not None else None
         start = ""
         if run is not None:
@@ -287,8 +292,6 @@ class TextLogSink:
         self.echo = echo  # e.g. sys.stdout; None: file only
         self.console = console
         self.verdicts = VerdictLog(summary_s)
-        # how the training command ended, for the [Run] line: the record after its end says
-        self._command_end: CommandEnd | None = None
         self._warned: set[str] = set()
 
     def _console_lines(self, told: list[str], warnings: list[str]) -> list[str]:
@@ -305,8 +308,6 @@ class TextLogSink:
         return [f"{line} (details: {self._where})" for line in out]
 
     def write(self, record: IntervalRecord) -> None:
-        if record.command_end is not None:
-            self._command_end = record.command_end
         told = self.verdicts.lines(record)
         self._put(record.ts, lines(record) + told, told, record.warnings)
 
@@ -330,8 +331,7 @@ class TextLogSink:
             self.echo = None  # stdout closed: keep logging to the file
 
     def close(self) -> None:
-        jsonl = os.path.join(os.path.dirname(self._where), JSONL)
-        line = self.verdicts.closing(jsonl, self._command_end)
+        line = self.verdicts.closing(os.path.join(os.path.dirname(self._where), JSONL))
         if line is not None:
             self._put(time.time(), [line], [line], [])
         self.file.close()
