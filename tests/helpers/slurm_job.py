@@ -277,7 +277,8 @@ class Score:
     def __str__(self) -> str:
         """The figures on one line, then the timeline a line an interval (a test prints it,
         and pytest shows it with a failure)."""
-        figures = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)[:-1])
+        shown = [f.name for f in fields(self) if f.name != "timeline"]
+        figures = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
         return "\n".join([f"Score({figures})", *self.timeline])
 
 
@@ -313,8 +314,7 @@ def score(run: Run, expect: str, rank: int | None = None, cause: str = "") -> Sc
     minutes = len(steady) * INTERVAL_S / 60
     held: dict[str, int] = {}
     for p in steady:
-        v = p[2]
-        name = v.kind + (f" rank {v.straggler.rank} ({v.cause})" if v.straggler else "")
+        name = _words(p[2])
         held[name] = held.get(name, 0) + 1
     lo, hi = (steady[0][0], steady[-1][0]) if steady else (0.0, 0.0)
     others = [
@@ -348,21 +348,19 @@ def score(run: Run, expect: str, rank: int | None = None, cause: str = "") -> Sc
         back_after_s=None if back is None or lifted is None else back - lifted,
         back_intervals=back_n,
         summary=steady[-1][2].summary if steady else "",
-        timeline=_timeline(run, steady, lo - CAUSE_LOOKBACK * INTERVAL_S, hi),
+        # from the slow node's verdicts before the stretch that still vote for its cause
+        timeline=_timeline(run, steady, lo - job.CAUSE_VOTES * INTERVAL_S, hi),
     )
 
 
-# the slow node's verdicts before the steady stretch that still vote for its rank's cause
-CAUSE_LOOKBACK = job.CAUSE_VOTES
+def _words(v: job.JobVerdict) -> str:
+    """A job verdict as the scores count it: "straggler rank 1 (disk)", "balanced"."""
+    return v.kind + (f" rank {v.straggler.rank} ({v.cause})" if v.straggler else "")
 
 
 def _timeline(run: Run, steady: list, lo: float, hi: float) -> list[str]:
     start = steady[0][0] if steady else 0.0
-
-    def words(v: job.JobVerdict) -> str:
-        return v.kind + (f" {v.straggler.rank} {v.cause}" if v.straggler else "")
-
-    job_lines = [f"{p[0] - start:+.1f} job {words(p[1])} / held {words(p[2])}" for p in steady]
+    job_lines = [f"{p[0] - start:+.1f} job {_words(p[1])} / held {_words(p[2])}" for p in steady]
     node_lines = [
         f"{r.ts - start:+.1f} {SLOW} {r.verdict.verdict} ({r.verdict.cause})"
         for r in run.nodes[SLOW]
